@@ -1,0 +1,65 @@
+"""Command line: ``python -m spacy_clinchunk <command> ...``.
+
+Each sub-command lives in its own module exposing ``add_parser(subparsers)`` and
+``run(args, extra) -> int``. Errors are one line on stderr and a non-zero exit.
+"""
+import argparse
+import logging
+import sys
+from importlib import import_module
+from typing import List, Optional
+
+COMMANDS = {
+    "chunk": "spacy_clinchunk.cli.chunk",
+    "voronoi": "spacy_clinchunk.cli.voronoi",
+    "evaluate": "spacy_clinchunk.cli.evaluate",
+}
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def quiet_third_party_logging() -> None:
+    """PyRuSH (inside medspaCy) logs DEBUG lines through loguru; keep stderr clean."""
+    try:
+        from loguru import logger as loguru_logger  # type: ignore
+
+        loguru_logger.remove()
+        loguru_logger.add(sys.stderr, level="WARNING")
+    except Exception:  # loguru not installed
+        pass
+    for name in ("PyRuSH", "medspacy", "transformers", "sentence_transformers", "urllib3"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m spacy_clinchunk",
+        description="Retrieval-ready, assertion-aware chunks of clinical text.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for module_name in COMMANDS.values():
+        try:
+            module = import_module(module_name)
+        except ModuleNotFoundError as err:
+            if err.name == module_name:
+                continue  # command not installed in this build
+            raise
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    quiet_third_party_logging()
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    try:
+        return int(args.func(args, extra) or 0)
+    except CLIError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130

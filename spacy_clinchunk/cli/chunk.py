@@ -1,0 +1,178 @@
+"""``chunk``: run a pipeline over documents and print or write their chunks."""
+import argparse
+import json
+import sys
+from itertools import islice
+from pathlib import Path
+from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
+
+from . import CLIError
+
+DEFAULT_CONFIG = "default"
+# CLI flag -> component setting; applied to every stage that has the setting
+STAGE_FLAGS = {
+    "window_size": "window_size",
+    "step_size": "step_size",
+    "threshold": "threshold",
+    "min_segment": "min_segment_words",
+}
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "chunk",
+        help="chunk documents with a pipeline",
+        description="Chunk .txt files, directories, JSONL ({'id', 'text'}) or stdin ('-'). "
+        "Extra --section.key value pairs override the config, as in spaCy's CLI.",
+    )
+    parser.add_argument("paths", nargs="*", default=["-"], help="files, directories, globs or - for stdin")
+    parser.add_argument("--config", "-c", default=None, help="config file or saved pipeline directory")
+    parser.add_argument(
+        "--strategy", default=None, help="named pipeline: simple | punct_conj_cleaned | sliding_window | default"
+    )
+    parser.add_argument("--lang", default=None, help="language code (en, de, es, fr, nl); overrides the config")
+    parser.add_argument("--format", choices=("table", "jsonl"), default="table")
+    parser.add_argument("--output", "-o", default=None, help="write here instead of stdout")
+    parser.add_argument("--spans-key", default="clin_chunks", help="span group to print")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--window-size", type=int, default=None, help="semantic window size (words)")
+    parser.add_argument("--step-size", type=int, default=None, help="semantic window step (words)")
+    parser.add_argument("--threshold", type=float, default=None, help="semantic split threshold")
+    parser.add_argument("--min-segment", type=int, default=None, help="minimum words per semantic segment")
+    parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    parser.set_defaults(func=run)
+
+
+def parse_overrides(extra: List[str]) -> Dict[str, Any]:
+    if not extra:
+        return {}
+    from spacy.cli._util import parse_config_overrides
+
+    try:
+        return parse_config_overrides(extra)
+    except SystemExit as err:  # spaCy's parser exits on bad input
+        raise CLIError(f"bad config override in {' '.join(extra)}") from err
+    except Exception as err:
+        raise CLIError(f"bad config override: {err}") from err
+
+
+def resolve_source(args: argparse.Namespace) -> str:
+    from ..pipeline import PipelineError, strategy_config
+
+    if args.config and args.strategy:
+        raise CLIError("give --config or --strategy, not both")
+    if args.config:
+        return args.config
+    try:
+        return str(strategy_config(args.strategy or DEFAULT_CONFIG))
+    except PipelineError as err:
+        raise CLIError(str(err)) from err
+
+
+def stage_overrides(args: argparse.Namespace) -> Dict[str, Any]:
+    return {setting: getattr(args, flag) for flag, setting in STAGE_FLAGS.items() if getattr(args, flag) is not None}
+
+
+def load_nlp(args: argparse.Namespace, extra: List[str]):
+    from ..pipeline import PipelineError, load_pipeline
+
+    overrides = parse_overrides(extra)
+    try:
+        return load_pipeline(resolve_source(args), overrides, lang=args.lang, stage_settings=stage_overrides(args))
+    except PipelineError as err:
+        raise CLIError(str(err)) from err
+
+
+def run(args: argparse.Namespace, extra: List[str]) -> int:
+    from ..inputs import InputError, expand_inputs, read_file
+
+    try:
+        sources = expand_inputs(args.paths)
+    except InputError as err:
+        raise CLIError(str(err)) from err
+    nlp = load_nlp(args, extra)
+    out = _open_output(args.output)
+    failures = 0
+    try:
+        docs = (doc for source in sources for doc in read_file(source))
+        progress = _progress(args, sources)
+        for item, doc, error in process(nlp, docs, args.batch_size):
+            if progress is not None:
+                progress.update(1)
+            if error is not None:
+                failures += 1
+                print(f"error: {item.id}: {error}", file=sys.stderr)
+                continue
+            write_doc(out, args.format, item.id, doc, args.spans_key)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if failures:
+        print(f"error: {failures} document(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _progress(args: argparse.Namespace, sources: List[str]):
+    if args.no_progress or not sys.stderr.isatty():
+        return None
+    if len(sources) < 20 and not any(s.endswith((".jsonl", ".ndjson")) for s in sources):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(unit="doc", file=sys.stderr, desc="chunking")
+
+
+def _open_output(path: Optional[str]) -> TextIO:
+    if path is None:
+        return sys.stdout
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "w", encoding="utf-8")
+    except OSError as err:
+        raise CLIError(f"cannot write {path}: {err.strerror or err}") from err
+
+
+def process(nlp, items: Iterable, batch_size: int) -> Iterator[Tuple[Any, Any, Optional[str]]]:
+    """Yield ``(item, doc, error)``; a document that fails is reported, its batch goes on."""
+    iterator = iter(items)
+    while True:
+        batch = list(islice(iterator, max(1, batch_size)))
+        if not batch:
+            return
+        readable = [item for item in batch if item.error is None]
+        for item in batch:
+            if item.error is not None:
+                yield item, None, item.error
+        try:
+            docs = list(nlp.pipe([_with_id(nlp, item) for item in readable], batch_size=batch_size))
+            yield from ((item, doc, None) for item, doc in zip(readable, docs))
+        except Exception:
+            for item in readable:  # find the bad one(s); keep the rest
+                try:
+                    yield item, nlp(_with_id(nlp, item)), None
+                except Exception as err:
+                    yield item, None, f"{type(err).__name__}: {err}"
+
+
+def _with_id(nlp, item):
+    from ..attrs import register_extensions
+
+    register_extensions()
+    doc = nlp.make_doc(item.text)
+    doc._.doc_id = item.id
+    return doc
+
+
+def write_doc(out: TextIO, fmt: str, doc_id: str, doc, spans_key: str) -> None:
+    from ..records import doc_to_record
+
+    record = doc_to_record(doc, spans_key, doc_id=doc_id)
+    if fmt == "jsonl":
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return
+    out.write(f"# {doc_id}: {len(record['chunks'])} chunks\n")
+    for chunk in record["chunks"]:
+        extras = {k: v for k, v in chunk.items() if k not in ("text", "start", "end") and not isinstance(v, (list, dict))}
+        tail = "  " + " ".join(f"{k}={v}" for k, v in extras.items()) if extras else ""
+        out.write(f"{chunk['start']:>7}-{chunk['end']:<7} {chunk['text']!r}{tail}\n")

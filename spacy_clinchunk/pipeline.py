@@ -1,0 +1,78 @@
+"""Loading pipelines from a config file, a saved pipeline directory or a strategy name."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+import spacy
+from spacy.language import Language
+from spacy.util import load_config, load_model_from_config
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+STRATEGIES = ("simple", "punct_conj_cleaned", "sliding_window", "default")
+
+
+class PipelineError(ValueError):
+    """The pipeline could not be loaded (bad path, bad config)."""
+
+
+def strategy_config(name: str) -> Path:
+    """Config file for a named strategy (``configs/<name>.cfg``)."""
+    from importlib import resources as importlib_resources
+
+    bundled = importlib_resources.files("spacy_clinchunk.configs").joinpath(f"{name}.cfg")
+    if bundled.is_file():
+        return Path(str(bundled))
+    local = CONFIG_DIR / f"{name}.cfg"
+    if local.is_file():
+        return local
+    raise PipelineError(f"unknown strategy '{name}'; known: {', '.join(STRATEGIES)}")
+
+
+def stage_setting_overrides(config_path: Path, settings: Dict[str, Any]) -> Dict[str, Any]:
+    """Overrides applying each setting to every component that has it (the CLI's window flags)."""
+    if not settings:
+        return {}
+    config = load_config(config_path, interpolate=False)
+    overrides: Dict[str, Any] = {}
+    for name, section in config.get("components", {}).items():
+        for key, value in settings.items():
+            if isinstance(section, dict) and key in section:
+                overrides[f"components.{name}.{key}"] = value
+    return overrides
+
+
+def load_pipeline(
+    source: Union[str, Path],
+    overrides: Optional[Dict[str, Any]] = None,
+    lang: Optional[str] = None,
+    stage_settings: Optional[Dict[str, Any]] = None,
+) -> Language:
+    """Build a pipeline from a ``.cfg`` file, a saved pipeline directory or a strategy name.
+
+    ``stage_settings`` (e.g. ``{"threshold": 0.4}``) apply to every component that has the
+    setting; ``overrides`` are spaCy-style dotted config overrides.
+    """
+    path = Path(source)
+    if not path.exists() and str(source) in STRATEGIES:
+        path = strategy_config(str(source))
+    if not path.exists():
+        raise PipelineError(f"config or pipeline not found: {source}")
+    config_file = path / "config.cfg" if path.is_dir() else path
+    try:
+        overrides = {**stage_setting_overrides(config_file, stage_settings or {}), **dict(overrides or {})}
+    except Exception as err:
+        raise PipelineError(f"could not read config {config_file}: {err}") from err
+    if lang:
+        overrides["nlp.lang"] = lang
+    try:
+        if path.is_dir():
+            return spacy.load(path, config=overrides)
+        config = load_config(path, overrides=overrides, interpolate=False)
+        nlp = load_model_from_config(config, auto_fill=True, validate=True)
+        nlp.initialize()
+        return nlp
+    except PipelineError:
+        raise
+    except Exception as err:  # config errors from confection/spaCy are verbose; keep the gist
+        raise PipelineError(f"could not load pipeline from {source}: {err}") from err

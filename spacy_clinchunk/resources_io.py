@@ -1,0 +1,118 @@
+"""Language resources: word lists shipped in the wheel, per-language fallback, overrides.
+
+Resources live in ``spacy_clinchunk/resources/<lang>/<name>.json`` (the ``resources/``
+folder of the source tree, mapped into the package by ``setup.cfg``) and are read
+with :mod:`importlib.resources`, so they work from an installed wheel.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from functools import lru_cache
+from importlib import resources as importlib_resources
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Union
+
+from spacy.util import registry
+
+SUPPORTED_LANGUAGES = ("en", "de", "es", "fr", "nl")
+FALLBACK_LANGUAGE = "en"
+RESOURCE_PACKAGE = "spacy_clinchunk.resources"
+
+Override = Union[List[str], str]
+_warned: Set[tuple] = set()
+
+
+class ResourceError(ValueError):
+    """A resource file or override is missing or malformed."""
+
+
+def resolve_language(lang: Optional[str], component: str) -> str:
+    """Return ``lang`` if we ship resources for it, else English with one warning."""
+    code = (lang or FALLBACK_LANGUAGE).split("_")[0].split("-")[0].lower()
+    if code in SUPPORTED_LANGUAGES:
+        return code
+    key = (code, component)
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(
+            f"{component}: no resources for language '{code}'; falling back to English. "
+            f"Supported: {', '.join(SUPPORTED_LANGUAGES)}.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return FALLBACK_LANGUAGE
+
+
+def resource_root():
+    return importlib_resources.files(RESOURCE_PACKAGE)
+
+
+def resource_path(lang: str, name: str):
+    """Traversable of ``<lang>/<name>`` inside the installed package."""
+    return resource_root().joinpath(lang).joinpath(name)
+
+
+@lru_cache(maxsize=None)
+def load_json_resource(lang: str, name: str) -> Any:
+    """Parsed JSON of a shipped resource file (cached; callers must not mutate)."""
+    path = resource_path(lang, f"{name}.json")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as err:
+        raise ResourceError(f"missing resource file {lang}/{name}.json") from err
+    except json.JSONDecodeError as err:
+        raise ResourceError(f"malformed resource file {lang}/{name}.json: {err}") from err
+
+
+def load_word_list(lang: str, name: str) -> List[str]:
+    data = load_json_resource(lang, name)
+    return _validate_word_list(data, f"{lang}/{name}.json")
+
+
+def _validate_word_list(data: Any, origin: str) -> List[str]:
+    if not isinstance(data, list) or not all(isinstance(x, str) and x.strip() for x in data):
+        raise ResourceError(f"{origin}: expected a JSON list of non-empty strings")
+    return list(data)
+
+
+def resolve_override(value: Override, name: str) -> List[str]:
+    """An override is an inline list or a path to a JSON list."""
+    if isinstance(value, (list, tuple)):
+        return _validate_word_list(list(value), f"override '{name}'")
+    if isinstance(value, str):
+        path = Path(value).expanduser()
+        if not path.is_file():
+            raise ResourceError(f"override '{name}': file not found: {value}")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ResourceError(f"override '{name}': {value} is not valid JSON: {err}") from err
+        return _validate_word_list(data, str(value))
+    raise ResourceError(f"override '{name}': expected a list of strings or a JSON path")
+
+
+def build_resources(
+    lang: str, names: Iterable[str], overrides: Optional[Mapping[str, Override]] = None
+) -> Dict[str, List[str]]:
+    """Effective word lists for a component: shipped defaults with overrides applied."""
+    overrides = dict(overrides or {})
+    names = list(names)
+    unknown = sorted(set(overrides) - set(names))
+    if unknown:
+        raise ResourceError(
+            f"unknown resource override(s) {unknown}; known: {sorted(names)}"
+        )
+    result: Dict[str, List[str]] = {}
+    for name in names:
+        if name in overrides:
+            result[name] = resolve_override(overrides[name], name)
+        else:
+            result[name] = load_word_list(lang, name)
+    return result
+
+
+@registry.misc("spacy_clinchunk.ResourceList.v1")
+def resource_list_v1(lang: str, name: str) -> List[str]:
+    """A shipped word list, usable in config: ``@misc = "spacy_clinchunk.ResourceList.v1"``."""
+    return load_word_list(resolve_language(lang, "ResourceList"), name)

