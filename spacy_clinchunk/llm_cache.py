@@ -1,0 +1,157 @@
+"""Persistent SQLite cache of LLM answers (``spacy_clinchunk.SQLiteCache.v1``).
+
+The cache holds clinical text, so the file is created with mode 0600. WAL mode and a
+busy timeout make it safe to share between threads and processes; every answer is
+committed as soon as it arrives, so an interrupted run resumes where it stopped.
+"""
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterable, Optional, Union
+
+from spacy.util import registry
+
+ENV_VAR = "SPACY_CLINCHUNK_CACHE"
+DEFAULT_FILE = "llm_context.sqlite"
+DEFAULT = "default"  # config value meaning "the user's cache directory"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS answers (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    template_version TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def default_cache_path() -> Path:
+    """``$SPACY_CLINCHUNK_CACHE`` (a file, or a folder), else ``~/.cache/spacy_clinchunk/``."""
+    override = os.environ.get(ENV_VAR)
+    if override:
+        path = Path(override).expanduser()
+        return path / DEFAULT_FILE if path.is_dir() or not path.suffix else path
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "spacy_clinchunk" / DEFAULT_FILE
+
+
+def resolve_cache_path(value: Optional[Union[str, Path]]) -> Optional[Path]:
+    """``None`` disables the cache; ``"default"`` is :func:`default_cache_path`."""
+    if value is None or str(value).strip() == "":
+        return None
+    if str(value) == DEFAULT:
+        return default_cache_path()
+    return Path(value).expanduser()
+
+
+def cache_key(model: str, template_version: str, document_context: str, chunk_text: str) -> str:
+    payload = json.dumps([model, template_version, document_context, chunk_text], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class SQLiteCache:
+    """A key -> JSON value store in one SQLite file (thread- and process-safe)."""
+
+    def __init__(self, path: Union[str, Path], timeout: float = 30.0) -> None:
+        self.path = Path(path).expanduser()
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: Optional[sqlite3.Connection] = None
+        self._pid: Optional[int] = None
+
+    # -- connection ---------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.exists():  # create it private before SQLite opens it
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
+            os.close(fd)
+        os.chmod(self.path, 0o600)
+        conn = sqlite3.connect(str(self.path), timeout=self.timeout, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(_SCHEMA)
+        conn.commit()
+        for suffix in ("-wal", "-shm"):
+            sidecar = Path(str(self.path) + suffix)
+            if sidecar.exists():
+                os.chmod(sidecar, 0o600)
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    # -- API ------------------------------------------------------------------
+    def get(self, key: str) -> Optional[Dict[str, Any]]:
+        with self._lock:
+            row = self._execute("SELECT value FROM answers WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, value: Dict[str, Any], *, model: str = "", template_version: str = "") -> None:
+        data = json.dumps(value, ensure_ascii=False)
+        with self._lock:
+            conn = self._connect()
+            self._retrying(
+                lambda: conn.execute(
+                    "INSERT OR REPLACE INTO answers (key, model, template_version, value, created) VALUES (?, ?, ?, ?, ?)",
+                    (key, model, template_version, data, time.time()),
+                )
+            )
+            self._retrying(conn.commit)
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._execute("SELECT COUNT(*) FROM answers", ()).fetchone()[0])
+
+    def keys(self) -> Iterable[str]:
+        with self._lock:
+            return [row[0] for row in self._execute("SELECT key FROM answers", ()).fetchall()]
+
+    def clear(self) -> None:
+        with self._lock:
+            conn = self._connect()
+            conn.execute("DELETE FROM answers")
+            conn.commit()
+
+    def _execute(self, sql: str, params: tuple) -> sqlite3.Cursor:
+        conn = self._connect()
+        return self._retrying(lambda: conn.execute(sql, params))
+
+    def _retrying(self, action):
+        """SQLite's busy handler covers most contention; ``database is locked`` can still escape it."""
+        for attempt in range(20):
+            try:
+                return action()
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) and "busy" not in str(err) or attempt == 19:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    def __getstate__(self) -> Dict[str, Any]:  # picklable for nlp.pipe(n_process=...)
+        return {"path": self.path, "timeout": self.timeout}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__init__(state["path"], state["timeout"])
+
+    def __repr__(self) -> str:
+        return f"SQLiteCache({str(self.path)!r})"
+
+
+@registry.misc("spacy_clinchunk.SQLiteCache.v1")
+def sqlite_cache_v1(path: Optional[str] = DEFAULT, timeout: float = 30.0) -> Optional[SQLiteCache]:
+    """The LLM answer cache; ``path = "default"`` is the user cache dir, ``null`` disables it."""
+    resolved = resolve_cache_path(path)
+    return SQLiteCache(resolved, timeout=timeout) if resolved is not None else None
