@@ -2,4 +2,5 @@ import sys
 
 from .cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # guarded: spawned worker processes import this module again
+    sys.exit(main())

@@ -11,7 +11,7 @@ from spacy.tokens import Doc
 from spacy.util import ensure_path
 
 from . import attrs
-from .resources_io import Override, build_resources, resolve_language
+from .resources_io import Override, ResourceError, build_resources, resolve_language
 from .resources_io import load_word_list
 from .spans import Abbreviations, Range, current_ranges, write_group
 
@@ -42,9 +42,16 @@ class ChunkRefiner(Pipe):
         self.spans_key = spans_key
         self.lang = resolve_language(language or nlp.lang, name)
         self.overrides = dict(overrides or {})
-        self.resources: Dict[str, List[str]] = build_resources(
-            self.lang, self.resource_names, self.overrides
-        )
+        self._pending_error: Optional[ResourceError] = None
+        try:
+            self.resources: Dict[str, List[str]] = build_resources(self.lang, self.resource_names, self.overrides)
+        except ResourceError as err:
+            if not _missing_override_file(self.overrides):
+                raise
+            # spacy.load() of a saved pipeline restores the resources from disk next,
+            # so a JSON override file that is gone by then is not an error yet
+            self._pending_error = err
+            self.resources = build_resources(self.lang, self.resource_names, {})
         self.setup()
 
     @property
@@ -65,14 +72,22 @@ class ChunkRefiner(Pipe):
         raise NotImplementedError
 
     # -- spaCy API ----------------------------------------------------------
+    def initialize(self, get_examples: Optional[Callable] = None, *, nlp: Optional[Language] = None) -> None:
+        self._raise_pending()
+
+    def _raise_pending(self) -> None:
+        if self._pending_error is not None:
+            raise self._pending_error
+
     def __call__(self, doc: Doc) -> Doc:
+        self._raise_pending()
         error_handler = self.get_error_handler()
         try:
             text = doc.text
             refined: List[Range] = []
-            for start, end in current_ranges(doc, self.spans_key, self.abbreviation_rule):
+            for start, end in current_ranges(doc, self.spans_key, self.abbreviation_rule, text):
                 refined.extend(self.refine(text, start, end))
-            write_group(doc, self.spans_key, refined)
+            write_group(doc, self.spans_key, refined, text)
             return doc
         except Exception as err:  # routed like spaCy's own pipes
             error_handler(self.name, self, [doc], err)
@@ -104,4 +119,9 @@ class ChunkRefiner(Pipe):
     def _load_state(self, state: Dict[str, Any]) -> None:
         self.lang = state.get("lang", self.lang)
         self.resources = {k: list(v) for k, v in state.get("resources", {}).items()}
+        self._pending_error = None
         self.setup()
+
+
+def _missing_override_file(overrides: Mapping[str, Override]) -> bool:
+    return any(isinstance(v, str) and not Path(v).expanduser().is_file() for v in overrides.values())

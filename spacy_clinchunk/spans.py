@@ -10,6 +10,7 @@ import re
 from bisect import bisect_left, bisect_right
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from spacy.attrs import IDX, LENGTH
 from spacy.tokens import Doc, Span
 
 Range = Tuple[int, int]
@@ -23,6 +24,7 @@ _HEADER_LINE = re.compile(r"^[^\S\n]*[^\n]{0,80}:[^\S\n]*$")
 _SENTENCE_END = re.compile(r"[.!?;:][\"')\]]*[^\S\n]*$")
 _DOTTED_ABBREVIATION = re.compile(r"^(?:[^\W\d_]{1,2}\.){2,}$")  # b.i.d. A.B. z.B. p.o.
 _INITIAL = re.compile(r"^[^\W\d_]\.$")
+_LABEL_LINE = re.compile(r"[^\S\n]*[^\W\d_][^\W_]*(?:[^\S\n][^\W\d_][^\W_]*){0,3}:[^\S\n]+\S")
 
 
 class Abbreviations:
@@ -42,16 +44,21 @@ class Abbreviations:
 class TokenIndex:
     """Sorted token start/end offsets of a doc, for fast char -> token lookups."""
 
-    __slots__ = ("doc", "starts", "ends")
+    __slots__ = ("doc", "text", "starts", "ends")
 
-    def __init__(self, doc: Doc) -> None:
+    def __init__(self, doc: Doc, text: Optional[str] = None) -> None:
         self.doc = doc
-        self.starts = [t.idx for t in doc]
-        self.ends = [t.idx + len(t) for t in doc]
+        self.text = doc.text if text is None else text  # doc.text is rebuilt on every access
+        if len(doc):
+            table = doc.to_array([IDX, LENGTH])
+            self.starts = table[:, 0].tolist()
+            self.ends = (table[:, 0] + table[:, 1]).tolist()
+        else:
+            self.starts, self.ends = [], []
 
     def span(self, start_char: int, end_char: int, label: str = "") -> Optional[Span]:
         """Token-aligned span covering ``[start_char, end_char)`` minus edge whitespace."""
-        start_char, end_char = strip_range(self.doc.text, start_char, end_char)
+        start_char, end_char = strip_range(self.text, start_char, end_char)
         if start_char >= end_char:
             return None
         first = bisect_right(self.starts, start_char) - 1
@@ -92,6 +99,8 @@ def is_hard_break(text: str, match_start: int, match_end: int) -> bool:
         return True
     if _SENTENCE_END.search(prev_line):
         return True
+    if _LABEL_LINE.match(prev_line) or _LABEL_LINE.match(text, match_end):
+        return True  # "Admission date: 03/14/2024" lines of a form
     return False
 
 
@@ -115,13 +124,13 @@ def split_at_hard_breaks(text: str, start: int, end: int) -> List[Range]:
     return [r for r in (strip_range(text, s, e) for s, e in pieces) if r[0] < r[1]]
 
 
-def seed_ranges(doc: Doc, abbreviations: Optional[Abbreviations] = None) -> List[Range]:
+def seed_ranges(doc: Doc, abbreviations: Optional[Abbreviations] = None, text: Optional[str] = None) -> List[Range]:
     """Initial chunks: sentences when boundaries are set, else paragraphs.
 
     Sentence boundaries that a rule-based sentencizer put after an abbreviation
     ("81 mg p.o. | daily") are undone when the next sentence starts in lower case.
     """
-    text = doc.text
+    text = doc.text if text is None else text
     if len(doc) and doc.has_annotation("SENT_START"):
         units = [(s.start_char, s.end_char) for s in doc.sents]
         if abbreviations is not None:
@@ -157,15 +166,17 @@ def _rejoin_abbreviation_breaks(text: str, units: List[Range], abbreviations: Ab
     return merged
 
 
-def current_ranges(doc: Doc, spans_key: str, abbreviations: Optional[Abbreviations] = None) -> List[Range]:
+def current_ranges(
+    doc: Doc, spans_key: str, abbreviations: Optional[Abbreviations] = None, text: Optional[str] = None
+) -> List[Range]:
     """Ranges of the existing chunk group, or seeded ones when the group is absent."""
+    text = doc.text if text is None else text
     if spans_key in doc.spans:
-        text = doc.text
         ranges: List[Range] = []
         for span in doc.spans[spans_key]:
             ranges.extend(split_at_hard_breaks(text, span.start_char, span.end_char))
         return ranges
-    return seed_ranges(doc, abbreviations)
+    return seed_ranges(doc, abbreviations, text)
 
 
 def ranges_to_spans(doc: Doc, ranges: Iterable[Range], index: Optional[TokenIndex] = None) -> List[Span]:
@@ -183,5 +194,5 @@ def ranges_to_spans(doc: Doc, ranges: Iterable[Range], index: Optional[TokenInde
     return spans
 
 
-def write_group(doc: Doc, spans_key: str, ranges: Sequence[Range]) -> None:
-    doc.spans[spans_key] = ranges_to_spans(doc, ranges)
+def write_group(doc: Doc, spans_key: str, ranges: Sequence[Range], text: Optional[str] = None) -> None:
+    doc.spans[spans_key] = ranges_to_spans(doc, ranges, TokenIndex(doc, text))

@@ -93,6 +93,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     nlp = load_nlp(args, extra)
     out = _open_output(args.output)
     failures = 0
+    usages = []  # Doc._.llm_usage of clin_llm_context, summed at the end
     try:
         docs = (doc for source in sources for doc in read_file(source))
         progress = _progress(args, sources)
@@ -104,9 +105,13 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
                 print(f"error: {item.id}: {error}", file=sys.stderr)
                 continue
             write_doc(out, args.format, item.id, doc, args.spans_key)
+            if doc.has_extension("llm_usage") and doc._.llm_usage:
+                usages.append(doc._.llm_usage)
     finally:
         if out is not sys.stdout:
             out.close()
+    if usages:
+        _print_llm_usage(usages)
     if failures:
         print(f"error: {failures} document(s) failed", file=sys.stderr)
         return 1
@@ -176,3 +181,12 @@ def write_doc(out: TextIO, fmt: str, doc_id: str, doc, spans_key: str) -> None:
         extras = {k: v for k, v in chunk.items() if k not in ("text", "start", "end") and not isinstance(v, (list, dict))}
         tail = "  " + " ".join(f"{k}={v}" for k, v in extras.items()) if extras else ""
         out.write(f"{chunk['start']:>7}-{chunk['end']:<7} {chunk['text']!r}{tail}\n")
+
+
+def _print_llm_usage(usages: List[Dict[str, Any]]) -> None:
+    """One stderr line: what clin_llm_context cost over the whole run."""
+    from ..llm_context import sum_usage
+
+    total = sum_usage(usages)
+    fields = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "failures", "skipped", "seconds")
+    print("llm usage: " + " ".join(f"{name}={total[name]}" for name in fields), file=sys.stderr)

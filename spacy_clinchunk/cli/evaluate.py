@@ -1,0 +1,95 @@
+"""``evaluate``: score a chunking pipeline against annotated documents (one table per corpus)."""
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from . import CLIError
+
+COLUMNS = (
+    ("chunk_integrity", "integrity", "{:.3f}"),
+    ("chunk_isolation", "isolation", "{:.3f}"),
+    ("chunk_coverage", "coverage", "{:.3f}"),
+    ("chunk_iou", "IoU@0.50", "{:.3f}"),
+    ("chunks_per_doc", "chunks/doc", "{:.1f}"),
+    ("words_per_chunk", "words/chunk", "{:.1f}"),
+    ("chunk_docs", "docs", "{}"),
+)
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="score a chunking pipeline on annotated documents",
+        description="Run a pipeline on annotated documents (phenobert_gsc_plus format) and report "
+        "integrity, isolation, coverage, IoU with the voronoi_0.50 variants, chunks per document "
+        "and words per chunk. Extra --section.key value pairs override the config.",
+    )
+    parser.add_argument("--config", "-c", default=None, help="config file or saved pipeline directory")
+    parser.add_argument("--strategy", default=None, help="named pipeline instead of --config")
+    parser.add_argument("--data", nargs="+", required=True, metavar="DIR", help="annotated corpus folder(s)")
+    parser.add_argument("--pattern", default="**/*.json", help="glob of documents under each DIR")
+    parser.add_argument("--output", "-o", default=None, help="write the metrics as JSON here")
+    parser.add_argument("--spans-key", default="clin_chunks", help="span group holding the chunks")
+    parser.add_argument("--lang", default=None, help="language code; overrides the config")
+    parser.add_argument("--limit", type=int, default=0, help="at most this many documents per corpus")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, extra: List[str]) -> int:
+    from ..annotations import AnnotationError
+    from ..evaluate import evaluate_corpus
+    from ..pipeline import PipelineError, load_pipeline
+    from .chunk import parse_overrides
+
+    if args.config and args.strategy:
+        raise CLIError("give --config or --strategy, not both")
+    source = args.config or args.strategy
+    if not source:
+        raise CLIError("give --config FILE (or --strategy NAME)")
+    for folder in args.data:
+        if not Path(folder).exists():
+            raise CLIError(f"no such directory: {folder}")
+    try:
+        nlp = load_pipeline(source, parse_overrides(extra), lang=args.lang)
+    except PipelineError as err:
+        raise CLIError(str(err)) from err
+    results: Dict[str, Dict[str, Any]] = {}
+    for folder in args.data:
+        name = _corpus_name(folder, results)
+        try:
+            results[name] = evaluate_corpus(nlp, folder, args.pattern, args.spans_key, args.limit)
+        except AnnotationError as err:
+            raise CLIError(str(err)) from err
+        if not results[name].get("chunk_docs"):
+            raise CLIError(f"no documents match {args.pattern} under {folder}")
+    print(format_table(results))
+    if args.output:
+        report = {"config": str(source), "spans_key": args.spans_key, "corpora": results}
+        try:
+            Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.output).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        except OSError as err:
+            raise CLIError(f"cannot write {args.output}: {err.strerror or err}") from err
+    return 0
+
+
+def _corpus_name(folder: str, taken: Dict[str, Any]) -> str:
+    name = Path(folder).resolve().name or str(folder)
+    base, number = name, 2
+    while name in taken:
+        name, number = f"{base}_{number}", number + 1
+    return name
+
+
+def _cell(value: Optional[Any], fmt: str) -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def format_table(results: Dict[str, Dict[str, Any]]) -> str:
+    header = ["corpus", *(title for _, title, _ in COLUMNS)]
+    rows = [[name, *(_cell(m.get(key), fmt) for key, _, fmt in COLUMNS)] for name, m in results.items()]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))) for row in [header, *rows]]
+    return "\n".join(lines)

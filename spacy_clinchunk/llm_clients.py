@@ -1,0 +1,468 @@
+"""Context writers for ``clin_llm_context``: LLM clients over HTTP and a heuristic builder.
+
+* ``spacy_clinchunk.Ollama.v1``: Ollama's native ``/api/chat`` or ``/api/generate``.
+* ``spacy_clinchunk.OpenAICompatible.v1``: ``/v1/chat/completions`` (vLLM, llama.cpp
+  server, LM Studio, hosted APIs); the API key is read from an environment variable
+  whose *name* is configured, at request time, and never stored or logged.
+* ``spacy_clinchunk.HeuristicContext.v1``: no LLM; document type, section header and
+  position in the note, for air-gapped use and as the fallback's content.
+
+The HTTP clients use one pooled ``requests`` session per process, explicit connect and
+read timeouts, ``"stream": false``, and retry connection errors, timeouts, 5xx and
+``{"error": ...}`` bodies with exponential backoff and jitter; 429 honours
+``Retry-After``; other 4xx fail at once.
+"""
+import email.utils
+import logging
+import os
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+from spacy.util import registry
+
+logger = logging.getLogger("spacy_clinchunk")
+
+
+class LLMError(RuntimeError):
+    """A context request failed."""
+
+    attempts = 1  # HTTP requests made before giving up
+
+
+class TransientLLMError(LLMError):
+    """Worth retrying: connection error, timeout, 5xx, malformed or error body."""
+
+    def __init__(self, message: str, retry_after: Optional[float] = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentLLMError(LLMError):
+    """Not worth retrying: 4xx other than 429 (missing model, bad key, bad request)."""
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    attempts: int = 1
+
+
+class HTTPClient:
+    """Shared machinery of the HTTP clients: session, timeouts, retries, error mapping."""
+
+    kind = "http"
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        num_ctx: int,
+        max_output_tokens: int,
+        connect_timeout: float,
+        read_timeout: float,
+        max_retries: int,
+        backoff: float,
+        max_backoff: float,
+        max_retry_after: float,
+        pool_size: int = 32,
+    ) -> None:
+        if num_ctx <= max_output_tokens:
+            raise ValueError(f"num_ctx ({num_ctx}) must exceed the output budget ({max_output_tokens})")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.num_ctx = int(num_ctx)
+        self.max_output_tokens = int(max_output_tokens)
+        self.connect_timeout = float(connect_timeout)
+        self.read_timeout = float(read_timeout)
+        self.max_retries = int(max_retries)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.max_retry_after = float(max_retry_after)
+        self.pool_size = int(pool_size)
+        self._session: Any = None
+        self._session_pid: Optional[int] = None
+        self._session_lock = threading.Lock()
+
+    # -- what the component needs to know ----------------------------------
+    @property
+    def identity(self) -> str:
+        """Cache identity: the kind of API and the model (not the server address)."""
+        return f"{self.kind}:{self.model}"
+
+    @property
+    def context_window(self) -> int:
+        return self.num_ctx
+
+    # -- HTTP -----------------------------------------------------------------
+    @property
+    def session(self) -> Any:
+        with self._session_lock:
+            if self._session is None or self._session_pid != os.getpid():
+                import requests
+                from requests.adapters import HTTPAdapter
+
+                session = requests.Session()
+                adapter = HTTPAdapter(pool_connections=4, pool_maxsize=self.pool_size, max_retries=0)
+                session.mount("http://", adapter)
+                session.mount("https://", adapter)
+                self._session, self._session_pid = session, os.getpid()
+            return self._session
+
+    def headers(self) -> Dict[str, str]:
+        return {"Content-Type": "application/json"}
+
+    def post_json(self, path: str, body: Dict[str, Any]) -> Dict[str, Any]:
+        """One attempt: POST ``body``; parsed JSON, or a Transient/Permanent error."""
+        import requests
+
+        url = f"{self.base_url}{path}"
+        try:
+            response = self.session.post(
+                url, json=body, headers=self.headers(), timeout=(self.connect_timeout, self.read_timeout)
+            )
+        except requests.Timeout as err:
+            raise TransientLLMError(f"timeout talking to {url} ({type(err).__name__})") from err
+        except requests.ConnectionError as err:
+            raise TransientLLMError(f"cannot connect to {url}") from err
+        status = response.status_code
+        message = _error_message(response)
+        if status == 429:
+            raise TransientLLMError(
+                f"rate limited by {url} (HTTP 429)", retry_after=_retry_after(response.headers.get("Retry-After"))
+            )
+        if status >= 500:
+            raise TransientLLMError(f"HTTP {status} from {url}: {message}")
+        if status == 404:
+            raise PermanentLLMError(self.not_found_message(url, message))
+        if status in (401, 403):
+            raise PermanentLLMError(self.auth_message(url, status))
+        if status >= 400:
+            raise PermanentLLMError(f"HTTP {status} from {url}: {message}")
+        try:
+            data = response.json()
+        except ValueError as err:
+            raise TransientLLMError(f"malformed JSON from {url}") from err
+        if not isinstance(data, dict):
+            raise TransientLLMError(f"unexpected JSON from {url}: not an object")
+        if data.get("error"):
+            raise TransientLLMError(f"error from {url}: {_short(data['error'])}")
+        return data
+
+    def not_found_message(self, url: str, message: str) -> str:
+        return f"HTTP 404 from {url}: {message}"
+
+    def auth_message(self, url: str, status: int) -> str:
+        return f"HTTP {status} from {url}: authentication failed"
+
+    # -- one completion with retries --------------------------------------
+    def request(self, prompt: str) -> Completion:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def complete(self, prompt: str) -> Completion:
+        started = time.perf_counter()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                completion = self.request(prompt)
+                completion.seconds = time.perf_counter() - started
+                completion.attempts = attempt
+                return completion
+            except PermanentLLMError as err:
+                err.attempts = attempt
+                raise
+            except TransientLLMError as err:
+                if attempt > self.max_retries:
+                    final = TransientLLMError(f"{err} (gave up after {attempt} attempts)")
+                    final.attempts = attempt
+                    raise final from err
+                delay = self._delay(attempt, err.retry_after)
+                logger.debug("LLM request failed (%s); retry %d in %.2fs", err, attempt, delay)
+                time.sleep(delay)
+
+    def _delay(self, attempt: int, retry_after: Optional[float]) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_retry_after)
+        ceiling = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
+        return ceiling * (0.5 + random.random() / 2)  # exponential backoff, jittered
+
+    def __getstate__(self) -> Dict[str, Any]:  # sessions and locks stay in their process
+        state = dict(self.__dict__)
+        state.update(_session=None, _session_pid=None, _session_lock=None)
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._session_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
+
+
+class OllamaClient(HTTPClient):
+    """Ollama's native API. ``num_ctx`` is sent with every request and never changes."""
+
+    kind = "ollama"
+
+    def __init__(self, *, endpoint: str, options: Dict[str, Any], keep_alive: Optional[str], **kwargs: Any) -> None:
+        if endpoint not in ("chat", "generate"):
+            raise ValueError(f"Ollama endpoint must be 'chat' or 'generate', not {endpoint!r}")
+        options = dict(options or {})
+        if "num_ctx" in options:
+            kwargs["num_ctx"] = int(options.pop("num_ctx"))
+        if "num_predict" in options:
+            kwargs["max_output_tokens"] = int(options.pop("num_predict"))
+        super().__init__(**kwargs)
+        self.endpoint = endpoint
+        self.options = {"temperature": 0, **options}
+        self.keep_alive = keep_alive
+
+    def request(self, prompt: str) -> Completion:
+        body: Dict[str, Any] = {
+            "model": self.model,
+            "stream": False,
+            "options": {**self.options, "num_ctx": self.num_ctx, "num_predict": self.max_output_tokens},
+        }
+        if self.keep_alive is not None:
+            body["keep_alive"] = self.keep_alive
+        if self.endpoint == "chat":
+            body["messages"] = [{"role": "user", "content": prompt}]
+        else:
+            body["prompt"] = prompt
+        data = self.post_json(f"/api/{self.endpoint}", body)
+        if self.endpoint == "chat":
+            message = data.get("message")
+            text = message.get("content") if isinstance(message, dict) else None
+        else:
+            text = data.get("response")
+        if not isinstance(text, str):
+            raise TransientLLMError(f"no answer text in Ollama's /api/{self.endpoint} response")
+        return Completion(text, _int(data.get("prompt_eval_count")), _int(data.get("eval_count")))
+
+    def not_found_message(self, url: str, message: str) -> str:
+        return (
+            f"Ollama at {self.base_url} does not have model '{self.model}' ({message}); "
+            f"run `ollama pull {self.model}` on that server"
+        )
+
+
+class OpenAICompatibleClient(HTTPClient):
+    """``POST {base_url}/chat/completions``; ``base_url`` usually ends in ``/v1``."""
+
+    kind = "openai"
+
+    def __init__(
+        self, *, api_key_env: Optional[str], temperature: float, extra_body: Dict[str, Any], **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.api_key_env = api_key_env or None
+        self.temperature = float(temperature)
+        self.extra_body = dict(extra_body or {})
+
+    def headers(self) -> Dict[str, str]:
+        headers = super().headers()
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def request(self, prompt: str) -> Completion:
+        body = {
+            **self.extra_body,
+            "model": self.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": self.max_output_tokens,
+            "temperature": self.temperature,
+            "stream": False,
+        }
+        data = self.post_json("/chat/completions", body)
+        try:
+            text = data["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            text = None
+        if not isinstance(text, str):
+            raise TransientLLMError("no answer text in the /chat/completions response")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return Completion(text, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
+
+    def not_found_message(self, url: str, message: str) -> str:
+        return f"HTTP 404 from {url}: model '{self.model}' or the endpoint does not exist ({message})"
+
+    def auth_message(self, url: str, status: int) -> str:
+        where = f"set the environment variable {self.api_key_env}" if self.api_key_env else "configure api_key_env"
+        return f"HTTP {status} from {url}: authentication failed; {where}"
+
+
+# -- the heuristic builder ---------------------------------------------------
+_HEADER = re.compile(
+    r"^[^\S\n]*(?P<name>[A-Z][A-Za-z0-9 /&().,'-]{1,60}?)[^\S\n]*:(?:[^\S\n]*$|[^\S\n]+\S)", re.MULTILINE
+)
+_CAPS_LINE = re.compile(r"^[^\S\n]*(?P<name>[A-Z][A-Z0-9 /&(),'-]{2,60})[^\S\n]*$", re.MULTILINE)
+
+
+class HeuristicContext:
+    """Context without an LLM: "<type>, section '<header>', part i of n (beginning of the note)."."""
+
+    kind = "heuristic"
+
+    def __init__(self, document_type: Optional[str], include_position: bool) -> None:
+        self.document_type = document_type
+        self.include_position = include_position
+
+    @property
+    def identity(self) -> str:
+        return "heuristic"
+
+    def section(self, text: str, start: int) -> Optional[str]:
+        """The last header at or before ``start`` (or on the chunk's first line)."""
+        line_end = text.find("\n", start)
+        limit = len(text) if line_end == -1 else line_end
+        found: Optional[str] = None
+        where = -1
+        for pattern in (_HEADER, _CAPS_LINE):
+            for match in pattern.finditer(text, 0, limit):
+                if match.start() > where and len(match.group("name").split()) <= 6:
+                    found, where = match.group("name").strip(), match.start()
+        return found
+
+    def describe(self, text: str, start: int, end: int, document_type: str, index: int, total: int) -> str:
+        kind = self.document_type or document_type or "Clinical note"
+        parts = [kind[:1].upper() + kind[1:]]
+        header = self.section(text, start)
+        if header:
+            parts.append(f"section '{header}'")
+        if self.include_position and total > 0:
+            if total == 1:
+                where = "the whole note"
+            else:
+                fraction = (start + end) / 2 / max(1, len(text))
+                place = "beginning" if fraction < 1 / 3 else "middle" if fraction < 2 / 3 else "end"
+                where = f"part {index + 1} of {total} ({place} of the note)"
+            parts.append(where)
+        return ", ".join(parts) + "."
+
+
+# -- registered functions ----------------------------------------------------
+@registry.misc("spacy_clinchunk.Ollama.v1")
+def ollama_v1(
+    base_url: str = "http://localhost:11434",
+    model: str = "phi4",
+    endpoint: str = "chat",
+    num_ctx: int = 16384,
+    num_predict: int = 160,
+    options: Dict[str, Any] = {},
+    keep_alive: Optional[str] = "30m",
+    connect_timeout: float = 5.0,
+    read_timeout: float = 120.0,
+    max_retries: int = 3,
+    backoff: float = 0.5,
+    max_backoff: float = 8.0,
+    max_retry_after: float = 60.0,
+) -> OllamaClient:
+    """Ollama client. ``options`` go to Ollama as is (``temperature`` defaults to 0)."""
+    return OllamaClient(
+        base_url=base_url,
+        model=model,
+        endpoint=endpoint,
+        num_ctx=num_ctx,
+        max_output_tokens=num_predict,
+        options=options,
+        keep_alive=keep_alive,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        max_retries=max_retries,
+        backoff=backoff,
+        max_backoff=max_backoff,
+        max_retry_after=max_retry_after,
+    )
+
+
+@registry.misc("spacy_clinchunk.OpenAICompatible.v1")
+def openai_compatible_v1(
+    base_url: str = "http://localhost:8000/v1",
+    model: str = "phi4",
+    api_key_env: Optional[str] = "OPENAI_API_KEY",
+    num_ctx: int = 16384,
+    max_tokens: int = 160,
+    temperature: float = 0.0,
+    extra_body: Dict[str, Any] = {},
+    connect_timeout: float = 5.0,
+    read_timeout: float = 120.0,
+    max_retries: int = 3,
+    backoff: float = 0.5,
+    max_backoff: float = 8.0,
+    max_retry_after: float = 60.0,
+) -> OpenAICompatibleClient:
+    """OpenAI-compatible chat completions; the key is read from ``$api_key_env`` per request."""
+    return OpenAICompatibleClient(
+        base_url=base_url,
+        model=model,
+        api_key_env=api_key_env,
+        num_ctx=num_ctx,
+        max_output_tokens=max_tokens,
+        temperature=temperature,
+        extra_body=extra_body,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        max_retries=max_retries,
+        backoff=backoff,
+        max_backoff=max_backoff,
+        max_retry_after=max_retry_after,
+    )
+
+
+@registry.misc("spacy_clinchunk.HeuristicContext.v1")
+def heuristic_context_v1(document_type: Optional[str] = None, include_position: bool = True) -> HeuristicContext:
+    """No-LLM context: document type, section header, position in the note."""
+    return HeuristicContext(document_type=document_type, include_position=include_position)
+
+
+# -- helpers -------------------------------------------------------------------
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else str(value)
+    if isinstance(value, dict) and "message" in value:
+        text = str(value["message"])
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _error_message(response: Any) -> str:
+    if response.status_code < 400:
+        return ""
+    try:
+        data = response.json()
+        if isinstance(data, dict) and data.get("error"):
+            return _short(data["error"])
+    except ValueError:
+        pass
+    return response.reason or "error"
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """``Retry-After`` in seconds or as an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

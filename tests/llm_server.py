@@ -1,0 +1,271 @@
+"""A real HTTP server on 127.0.0.1 that speaks Ollama's and the OpenAI-compatible API.
+
+Used by the tests and ``bench/llm_context.py``. It answers every context request with
+a deterministic context naming the first words of the chunk, so callers can check that
+answers land on the right chunks, and it can be told to misbehave:
+
+    server = FakeLLMServer(latency=0.3).start()
+    server.queue("500", "429", "ok")   # the next three requests, then ``server.mode``
+    server.mode = "hang"                # every later request
+    ...
+    server.stop()
+
+Modes: ``ok``, ``500``, ``503`` (Ollama's "server busy"), ``429`` (with
+``Retry-After: server.retry_after``), ``404`` (model not found), ``400``, ``401``,
+``malformed`` (invalid JSON), ``error200`` (``{"error": ...}`` under status 200),
+``hang`` (sleep ``hang_seconds`` before answering), ``empty`` (empty answer),
+``refusal`` and ``chatter`` (answers the client must clean). :func:`refused_url` gives
+a loopback address where nothing listens (connection refused).
+
+Run standalone: ``python tests/llm_server.py --latency 0.3`` prints its URL.
+"""
+import argparse
+import json
+import random
+import re
+import socket
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Deque, Dict, List, Optional
+
+_CHUNK = re.compile(r"Chunk to contextualize:\s*\n(.*?)\n\s*\nProvide ONLY", re.DOTALL)
+
+
+def chunk_of(prompt: str) -> str:
+    """The chunk inside a prompt written from the default template (else the whole prompt)."""
+    match = _CHUNK.search(prompt)
+    return match.group(1) if match else prompt
+
+
+def answer_for(prompt: str) -> str:
+    """The context the server writes: deterministic, naming the chunk's first words."""
+    words = chunk_of(prompt).split()[:6]
+    return f"This part of the clinical note begins with '{' '.join(words)}'."
+
+
+def refused_url() -> str:
+    """A loopback URL where no server listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+class FakeLLMServer:
+    def __init__(self, latency: float = 0.0, model: str = "phi4", jitter: float = 0.0) -> None:
+        self.latency = latency
+        self.jitter = jitter  # extra random latency in [0, jitter): answers complete out of order
+        self.model = model
+        self.mode = "ok"
+        self.retry_after = "0"
+        self.hang_seconds = 5.0
+        self.requests: List[Dict[str, Any]] = []
+        self.inflight = 0
+        self.max_inflight = 0
+        self._plan: Deque[str] = deque()
+        self._lock = threading.Lock()
+        self._server: Optional[ThreadingHTTPServer] = None
+        self._thread: Optional[threading.Thread] = None
+
+    # -- control ----------------------------------------------------------------
+    def start(self) -> "FakeLLMServer":
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "FakeLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "server not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def openai_url(self) -> str:
+        return f"{self.url}/v1"
+
+    def queue(self, *modes: str) -> None:
+        with self._lock:
+            self._plan.extend(modes)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._plan.clear()
+            self.requests.clear()
+            self.mode = "ok"
+            self.max_inflight = 0
+
+    @property
+    def calls(self) -> int:
+        """Requests that got a proper answer."""
+        return sum(1 for r in self.requests if r["mode"] in ("ok", "chatter"))
+
+    def _next_mode(self) -> str:
+        with self._lock:
+            return self._plan.popleft() if self._plan else self.mode
+
+    # -- answering --------------------------------------------------------------
+    def handle(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length)
+        mode = self._next_mode()
+        with self._lock:
+            self.inflight += 1
+            self.max_inflight = max(self.max_inflight, self.inflight)
+        try:
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {}
+            with self._lock:
+                self.requests.append(
+                    {
+                        "path": handler.path,
+                        "body": body,
+                        "mode": mode,
+                        "authorization": handler.headers.get("Authorization"),
+                        "time": time.monotonic(),
+                    }
+                )
+            delay = self.latency + (random.random() * self.jitter if self.jitter else 0.0)
+            if delay:
+                time.sleep(delay)
+            self._respond(handler, mode, body)
+        finally:
+            with self._lock:
+                self.inflight -= 1
+
+    def _respond(self, handler: BaseHTTPRequestHandler, mode: str, body: Dict[str, Any]) -> None:
+        path = handler.path
+        if mode == "hang":
+            time.sleep(self.hang_seconds)
+            mode = "ok"
+        if mode in ("500", "503"):
+            message = "server busy, please try again. maximum pending requests exceeded" if mode == "503" else "boom"
+            return _send(handler, int(mode), {"error": message})
+        if mode == "429":
+            return _send(handler, 429, {"error": "rate limited"}, {"Retry-After": self.retry_after})
+        if mode == "404":
+            return _send(handler, 404, {"error": f"model '{body.get('model')}' not found, try pulling it first"})
+        if mode in ("400", "401"):
+            return _send(handler, int(mode), {"error": {"message": "bad request" if mode == "400" else "invalid key"}})
+        if mode == "malformed":
+            return _send_raw(handler, 200, b'{"message": {"content": "trunc')
+        if mode == "error200":
+            return _send(handler, 200, {"error": "an unknown error was encountered while running the model"})
+        if path not in ("/api/chat", "/api/generate", "/v1/chat/completions"):
+            return _send(handler, 404, {"error": "not found"})
+        if body.get("model") != self.model:
+            return _send(handler, 404, {"error": f"model '{body.get('model')}' not found, try pulling it first"})
+        prompt = _prompt_of(path, body)
+        if mode == "empty":
+            text = ""
+        elif mode == "refusal":
+            text = "I'm sorry, but I can't help with that."
+        elif mode == "chatter":
+            text = f'Sure! Here is the context:\nContext: "{answer_for(prompt)}"\nLet me know if you need more.'
+        else:
+            text = answer_for(prompt)
+        prompt_tokens, completion_tokens = len(prompt.split()), len(text.split())
+        if path == "/api/chat":
+            payload = {
+                "model": self.model,
+                "message": {"role": "assistant", "content": text},
+                "done": True,
+                "prompt_eval_count": prompt_tokens,
+                "eval_count": completion_tokens,
+            }
+        elif path == "/api/generate":
+            payload = {
+                "model": self.model,
+                "response": text,
+                "done": True,
+                "prompt_eval_count": prompt_tokens,
+                "eval_count": completion_tokens,
+            }
+        else:
+            payload = {
+                "id": "cmpl-test",
+                "object": "chat.completion",
+                "model": self.model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+        _send(handler, 200, payload)
+
+
+def _prompt_of(path: str, body: Dict[str, Any]) -> str:
+    if path == "/api/generate":
+        return str(body.get("prompt", ""))
+    messages = body.get("messages") or []
+    return str(messages[-1].get("content", "")) if messages else ""
+
+
+def _send(handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: Optional[Dict[str, str]] = None) -> None:
+    _send_raw(handler, status, json.dumps(payload).encode("utf-8"), headers)
+
+
+def _send_raw(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: Optional[Dict[str, str]] = None) -> None:
+    try:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+        pass
+
+
+def _make_handler(server: FakeLLMServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server API
+            server.handle(self)
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            pass
+
+    return Handler
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="fake Ollama / OpenAI-compatible server on 127.0.0.1")
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--mode", default="ok")
+    args = parser.parse_args()
+    server = FakeLLMServer(latency=args.latency)
+    server.mode = args.mode
+    server.start()
+    print(server.url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

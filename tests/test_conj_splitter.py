@@ -1,0 +1,114 @@
+"""clin_conj_splitter: split before conjunctions and transition markers."""
+import pytest
+import spacy
+
+from conftest import chunk_texts
+
+
+def conj(lang="en", **config):
+    nlp = spacy.blank(lang)
+    nlp.add_pipe("clin_conj_splitter", config=config)
+    return nlp
+
+
+def chunks(text, **kwargs):
+    return chunk_texts(conj(**kwargs)(text))
+
+
+def test_seed_example_exact():
+    assert chunks("Patient has seizures but no developmental delay") == [
+        "Patient has seizures",
+        "but no developmental delay",
+    ]
+
+
+def test_conjunction_starts_the_next_chunk_case_insensitively():
+    assert chunks("Fever for two days And cough since Monday") == ["Fever for two days", "And cough since Monday"]
+
+
+def test_transition_markers():
+    assert chunks("Mild hypotonia in infancy progressing to generalized weakness") == [
+        "Mild hypotonia in infancy",
+        "progressing to generalized weakness",
+    ]
+    assert chunks("Brief staring spells followed by tonic-clonic seizures") == [
+        "Brief staring spells",
+        "followed by tonic-clonic seizures",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Patient rocks back and forth when upset",
+        "Intermittent fever and/or chills at night",
+        "Mild nausea and vomiting after meals",
+    ],
+)
+def test_fixed_expressions_are_never_cut(text):
+    assert chunks(text) == [text]
+
+
+def test_single_words_joined_by_a_conjunction_stay_together():
+    # one word before "or": below min_words_before=2
+    assert chunks("aplastic or hypoplastic nails") == ["aplastic or hypoplastic nails"]
+    assert chunks("aplastic or hypoplastic nails", min_words_before=1) == ["aplastic", "or hypoplastic nails"]
+
+
+def test_min_words_after():
+    assert chunks("Fever since Monday and chills") == ["Fever since Monday", "and chills"]
+    assert chunks("Fever since Monday and chills", min_words_after=2) == ["Fever since Monday and chills"]
+
+
+def test_conjunction_inside_a_word_is_not_a_marker():
+    assert chunks("Sandy hand tremor, Oregon brand") == ["Sandy hand tremor, Oregon brand"]
+
+
+@pytest.mark.parametrize(
+    "lang, text, expected",
+    [
+        ("de", "Fieber seit zwei Tagen aber kein Erbrechen", ["Fieber seit zwei Tagen", "aber kein Erbrechen"]),
+        ("de", "Patient schwankt hin und her beim Gehen", ["Patient schwankt hin und her beim Gehen"]),
+        ("es", "Fiebre desde ayer pero sin vómitos", ["Fiebre desde ayer", "pero sin vómitos"]),
+        ("es", "Dolor de cabeza y/o mareo ocasional", ["Dolor de cabeza y/o mareo ocasional"]),
+        ("fr", "Fièvre depuis hier mais pas de toux", ["Fièvre depuis hier", "mais pas de toux"]),
+        ("fr", "Hypotonie néonatale évoluant vers une faiblesse", ["Hypotonie néonatale", "évoluant vers une faiblesse"]),
+        ("nl", "Koorts sinds gisteren maar geen hoest", ["Koorts sinds gisteren", "maar geen hoest"]),
+        ("nl", "Hij loopt heen en weer door de kamer", ["Hij loopt heen en weer door de kamer"]),
+    ],
+)
+def test_other_languages(lang, text, expected):
+    assert chunks(text, lang=lang) == expected
+
+
+def test_override_conjunction_list():
+    nlp = conj(overrides={"coordinating_conjunctions": ["plus"], "transition_markers": []})
+    assert chunk_texts(nlp("Fever for days plus cough and rash")) == ["Fever for days", "plus cough and rash"]
+
+
+def test_seeds_from_sentences_when_set():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("clin_conj_splitter")
+    doc = nlp("No fever today. Cough persists but improving slowly.")
+    assert chunk_texts(doc) == ["No fever today.", "Cough persists", "but improving slowly."]
+
+
+def test_empty_doc_and_running_twice():
+    nlp = conj()
+    assert len(nlp("").spans["clin_chunks"]) == 0
+    doc = nlp("Seizures but no delay and mild hypotonia or weakness followed by recovery")
+    first = [(s.start_char, s.end_char) for s in doc.spans["clin_chunks"]]
+    nlp.get_pipe("clin_conj_splitter")(doc)
+    assert [(s.start_char, s.end_char) for s in doc.spans["clin_chunks"]] == first
+
+
+def test_settings_round_trip_through_disk(tmp_path):
+    nlp = conj(min_words_before=1, overrides={"coordinating_conjunctions": ["plus"]})
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    text = "fever plus cough and rash"
+    assert chunk_texts(loaded(text)) == chunk_texts(nlp(text)) == ["fever", "plus cough and rash"]
+    other = conj().get_pipe("clin_conj_splitter")
+    other.from_bytes(nlp.get_pipe("clin_conj_splitter").to_bytes())
+    assert other.min_words_before == 1 and other.resources["coordinating_conjunctions"] == ["plus"]
