@@ -18,6 +18,7 @@ _LAZY = {
     "register_extensions": "spacy_clinchunk.attrs:register_extensions",
     "load_pipeline": "spacy_clinchunk.pipeline:load_pipeline",
     "doc_to_record": "spacy_clinchunk.records:doc_to_record",
+    "run_corpus": "spacy_clinchunk.corpus:run_corpus",
     "read_annotated": "spacy_clinchunk.annotations:read_annotated",
     "to_records": "spacy_clinchunk.export:to_records",
 }

@@ -1,15 +1,16 @@
 """clin_context_assertion: ConText assertion status for chunks and any span group.
 
 medspaCy's ConText is the engine: rules are :class:`medspacy.context.ConTextRule`
-objects matched by medspaCy's ``MedspacyMatcher``; each match becomes a
-:class:`~medspacy.context.ConTextModifier` whose scope is cut by other modifiers
-(TERMINATE cues, same-category cues) in a :class:`~medspacy.context.ConTextGraph`,
-and ``ConTextModifier.modifies`` decides whether a cue outside a span governs it.
+objects; each cue found becomes a :class:`~medspacy.context.ConTextModifier` whose
+scope is cut by other modifiers (TERMINATE cues, same-category cues) with
+``ConTextModifier.limit_scope`` in ``ConTextGraph.update_scopes`` order, and
+``ConTextModifier.modifies`` decides whether a cue outside a span governs it.
+Overlapping cues are pruned with medspaCy's longest-match rule.
 
 What we add around it:
 
 * Scope units. A cue's scope is the sentence it is in (the whole doc when no
-  sentence boundaries are set), further cut at hard line breaks (blank lines,
+  sentence boundaries are set, then at most ``max_scope`` or 30 tokens), further cut at hard line breaks (blank lines,
   header and list lines) and before section headers / form labels
   ("IMPRESSION:", "Clinical history:"); then limited to ``max_scope`` tokens.
   Scope is independent of chunk boundaries, so "She denies fever, chills, or
@@ -59,6 +60,8 @@ LIGHT_WORDS_RESOURCE = "assertion_light_words"
 RULES_FILE = "context_rules.json"
 CFG_FILE = "cfg.json"
 ENTS = "ents"
+# Scope limit (tokens) when the doc has no sentence boundaries and max_scope is null.
+UNSEGMENTED_MAX_SCOPE = 30
 
 logger = logging.getLogger("spacy_clinchunk")
 
@@ -322,12 +325,14 @@ class ContextAssertion(Pipe):
         if not any(groups) or not len(doc):
             return
         matcher = self._matcher_and_rules()
-        units = scope_units(doc)
+        has_sents = doc.has_annotation("SENT_START")
+        units = scope_units(doc, has_sents)
         unit_starts = [u[0] for u in units]
-        modifiers = self._modifiers(doc, matcher, units, unit_starts)
+        limit = self.max_scope if (self.max_scope or has_sents) else UNSEGMENTED_MAX_SCOPE
+        per_unit = [_UnitModifiers(mods) for mods in self._modifiers(doc, matcher, units, unit_starts, limit)]
         for targets in groups:
             for target in targets:
-                self._assign(target, modifiers, unit_starts)
+                self._assign(target, per_unit, unit_starts)
 
     def _targets(self, doc: Doc, key: str) -> List[Span]:
         if key == ENTS:
@@ -336,9 +341,9 @@ class ContextAssertion(Pipe):
             return list(doc.spans[key])
         return []
 
-    def _modifiers(self, doc, matcher, units, unit_starts) -> List[List[Any]]:
-        """Modifiers per scope unit, with scopes already cut by medspaCy's ConTextGraph."""
-        from medspacy.context import ConTextGraph, ConTextModifier
+    def _modifiers(self, doc, matcher, units, unit_starts, limit) -> List[List[Any]]:
+        """Modifiers per scope unit, with scopes already cut by medspaCy's ConText logic."""
+        from medspacy.context import ConTextModifier
 
         per_unit: List[List[Any]] = [[] for _ in units]
         for match_id, start, end in matcher(doc):
@@ -346,27 +351,28 @@ class ContextAssertion(Pipe):
             u = bisect_right(unit_starts, start) - 1
             u_start, u_end = units[u]
             end = min(end, u_end)  # a cue never reaches into the next unit
-            scope_start, scope_end = _scope(rule, start, end, u_start, u_end)
+            max_scope = rule.max_scope or limit
+            scope_start, scope_end = _scope(rule.direction, max_scope, start, end, u_start, u_end)
             carries = rule.direction == "FORWARD" and u + 1 < len(units) and _only_space(doc, end, u_end)
             if carries:  # "NEGATIVE FOR" at the end of a line governs the next one
-                scope_end = units[u + 1][1] if rule.max_scope is None else min(units[u + 1][1], end + rule.max_scope)
+                scope_end = units[u + 1][1] if max_scope is None else min(units[u + 1][1], end + max_scope)
             modifier = ConTextModifier(rule, start, end, None, scope_start=scope_start, scope_end=scope_end)
             per_unit[u].append(modifier)
             if carries:
                 per_unit[u + 1].append(modifier)
         for mods in per_unit:
             if len(mods) > 1:
-                graph = ConTextGraph(modifiers=mods)
-                graph.update_scopes()
+                mods.sort(key=lambda m: m.modifier_span)
+                _update_scopes(mods)
         return per_unit
 
-    def _assign(self, target: Span, per_unit: List[List[Any]], unit_starts: List[int]) -> None:
-        first = bisect_right(unit_starts, target.start) - 1
-        last = bisect_left(unit_starts, target.end) - 1
+    def _assign(self, target: Span, per_unit: List["_UnitModifiers"], unit_starts: List[int]) -> None:
+        first = max(bisect_right(unit_starts, target.start) - 1, 0)
+        last = max(bisect_left(unit_starts, target.end) - 1, first)
         cues: Dict[str, List[Dict[str, Any]]] = {}
         seen = set()
-        for u in range(max(first, 0), max(last, first) + 1):
-            for modifier in per_unit[u]:
+        for u in range(first, last + 1):
+            for modifier in per_unit[u].near(target.start, target.end):
                 if id(modifier) in seen:
                     continue
                 seen.add(id(modifier))
@@ -457,8 +463,8 @@ def _resolve_language(lang: Optional[str], component: str) -> str:
     code = (lang or FALLBACK_LANGUAGE).split("_")[0].split("-")[0].lower()
     if code in SUPPORTED_LANGUAGES:
         return code
-    if (code, component) not in _warned_languages:
-        _warned_languages.add((code, component))
+    if code not in _warned_languages:  # one warning per language and process
+        _warned_languages.add(code)
         warnings.warn(
             f"{component}: no context rules for language '{code}'; using English rules. "
             f"Supported: {', '.join(SUPPORTED_LANGUAGES)}.",
@@ -594,9 +600,7 @@ def _with_space_runs(pattern: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return tolerant
 
 
-def _scope(rule, start: int, end: int, u_start: int, u_end: int) -> Tuple[int, int]:
-    limit = rule.max_scope
-    direction = rule.direction
+def _scope(direction: str, limit: Optional[int], start: int, end: int, u_start: int, u_end: int) -> Tuple[int, int]:
     if direction == "FORWARD":
         return end, (u_end if limit is None else min(u_end, end + limit))
     if direction == "BACKWARD":
@@ -606,6 +610,39 @@ def _scope(rule, start: int, end: int, u_start: int, u_end: int) -> Tuple[int, i
             return u_start, u_end
         return max(u_start, start - limit), min(u_end, end + limit)
     return start, end  # TERMINATE / PSEUDO
+
+
+def _update_scopes(mods: List[Any]) -> None:
+    """medspaCy's ``ConTextGraph.update_scopes`` (same pair order, same ``limit_scope``),
+    skipping pairs whose scopes cannot overlap, so a long unit is not quadratic."""
+    back = max(m.modifier_span[0] - m.scope_span[0] for m in mods)
+    for i in range(len(mods) - 1):
+        first = mods[i]
+        reach = max(first.scope_span[1], first.modifier_span[1])
+        for j in range(i + 1, len(mods)):
+            second = mods[j]
+            if second.modifier_span[0] - back >= reach:
+                break
+            first.limit_scope(second)
+            second.limit_scope(first)
+
+
+class _UnitModifiers:
+    """The modifiers of one scope unit, sorted, with a fast lookup of those near a span."""
+
+    __slots__ = ("mods", "starts", "before", "after")
+
+    def __init__(self, mods: List[Any]) -> None:
+        self.mods = mods
+        self.starts = [m.modifier_span[0] for m in mods]
+        # how far a scope reaches right of its cue start / left of its cue start
+        self.before = max((max(m.scope_span[1], m.modifier_span[1]) - m.modifier_span[0] for m in mods), default=0)
+        self.after = max((m.modifier_span[0] - min(m.scope_span[0], m.modifier_span[0]) for m in mods), default=0)
+
+    def near(self, start: int, end: int) -> List[Any]:
+        lo = bisect_left(self.starts, start - self.before)
+        hi = bisect_right(self.starts, end + self.after)
+        return self.mods[lo:hi]
 
 
 def _only_space(doc: Doc, start: int, end: int) -> bool:
@@ -625,7 +662,7 @@ def _cue(doc: Doc, modifier) -> Dict[str, Any]:
     }
 
 
-def scope_units(doc: Doc) -> List[Tuple[int, int]]:
+def scope_units(doc: Doc, has_sents: Optional[bool] = None) -> List[Tuple[int, int]]:
     """Token ranges that bound every cue's scope, covering the doc without gaps.
 
     Sentences (or the whole doc when none are set), cut at hard line breaks and
@@ -633,8 +670,8 @@ def scope_units(doc: Doc) -> List[Tuple[int, int]]:
     """
     n = len(doc)
     starts = {0}
-    if doc.has_annotation("SENT_START"):
-        starts.update(s.start for s in doc.sents)
+    if doc.has_annotation("SENT_START") if has_sents is None else has_sents:
+        starts.update(t.i for t in doc if t.is_sent_start)
     text = doc.text
     char_starts = []
     for _, b_end in hard_breaks(text):

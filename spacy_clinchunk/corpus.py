@@ -380,6 +380,19 @@ class ShardResult:
             self.chunks += chunks
 
 
+def check_output_dir(path: Union[str, Path]) -> None:
+    """Create the output layout and prove it writable, before any pipeline or worker starts."""
+    path = Path(path)
+    try:
+        (path / SHARDS_DIR).mkdir(parents=True, exist_ok=True)
+        (path / ERRORS_DIR).mkdir(parents=True, exist_ok=True)
+        probe = path / f".write-probe-{os.getpid()}"
+        probe.write_text("ok", encoding="utf-8")
+        probe.unlink()
+    except OSError as err:
+        raise CorpusError(f"output directory {path} is not writable: {err.strerror or err}") from err
+
+
 class CorpusOutput:
     """The output directory: shard files, error shards and the manifest."""
 
@@ -407,14 +420,7 @@ class CorpusOutput:
         self.manifest.setdefault("runs", [])
 
     def _check_writable(self) -> None:
-        try:
-            (self.path / SHARDS_DIR).mkdir(parents=True, exist_ok=True)
-            (self.path / ERRORS_DIR).mkdir(parents=True, exist_ok=True)
-            probe = self.path / f".write-probe-{os.getpid()}"
-            probe.write_text("ok", encoding="utf-8")
-            probe.unlink()
-        except OSError as err:
-            raise CorpusError(f"output directory {self.path} is not writable: {err.strerror or err}") from err
+        check_output_dir(self.path)
 
     def _load_manifest(self) -> Dict[str, Any]:
         file = self.path / MANIFEST
@@ -568,6 +574,7 @@ def run_corpus(
     if int(workers) < 1:
         raise CorpusError("workers must be at least 1")
     started = time.time()
+    check_output_dir(output_dir)
     shards = plan_shards(inputs if not isinstance(inputs, (str, Path)) else [inputs], shard_size)
     nlp, spec, config_hash = load_spec(config_or_path, overrides, lang, stage_settings, code, max_length)
     output = CorpusOutput(output_dir, config_hash, fmt, spans_key, spec.source)

@@ -417,6 +417,7 @@ def _distill(source: str, name: str, pca_dims: int, target: Path) -> None:
             f"cannot distil static embeddings from '{name}' offline ({type(err).__name__}: {str(err)[:200]}); "
             "give distill_from a local model directory or model = a saved model2vec directory"
         ) from err
+    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     partial = target.with_name(target.name + f".tmp{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True, mode=0o700)

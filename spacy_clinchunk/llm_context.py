@@ -41,6 +41,7 @@ DEFAULT_TEMPLATE = "context_v1.txt"
 TEMPLATE_VERSION_PREFIX = "context_v1"
 STATE_FILE = "llm_context.json"
 PROMPT_OVERHEAD_TOKENS = 32  # chat-template tokens the server wraps around our prompt
+PROMPT_SLACK_TOKENS = 8  # other chunks may tokenize a little differently against the template
 MIDDLE_MARKER = "\n[...]\n"
 PLACEHOLDERS = re.compile(r"\{(document_type|document|chunk|context_size)\}")
 USAGE_FIELDS = ("calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "failures", "skipped", "seconds")
@@ -310,11 +311,17 @@ class LLMContext(Pipe):
         s = 0
         while True:
             first_char = starts[s]
-            e = self._fit(offsets, starts, ends, s, n, size)
-            if e < n and boundaries:
-                b = boundaries[bisect_right(boundaries, e) - 1] if bisect_right(boundaries, e) else 0
-                if b > s and offsets.count(ends[b - 1], ends[e - 1]) <= tolerance:
-                    e = b
+            budget = size
+            for _ in range(8):  # the estimate can be a token or two short of a fresh encode
+                e = self._fit(offsets, starts, ends, s, n, budget)
+                if e < n and boundaries:
+                    b = boundaries[bisect_right(boundaries, e) - 1] if bisect_right(boundaries, e) else 0
+                    if b > s and offsets.count(ends[b - 1], ends[e - 1]) <= tolerance:
+                        e = b
+                excess = count_tokens(text[first_char : ends[e - 1]], self.encoding) - size
+                if excess <= 0 or e == s + 1:
+                    break
+                budget -= excess
             while e > s + 1 and count_tokens(text[first_char : ends[e - 1]], self.encoding) > size:
                 e -= 1
             windows.append((words[s], words[e - 1] + 1))
@@ -401,18 +408,26 @@ class LLMContext(Pipe):
         return spans
 
     # -- document part of the prompt --------------------------------------
-    def document_part(self, text: str, max_chunk_tokens: int) -> Optional[str]:
-        """The note as it goes into every prompt of its chunks; ``None`` means skip (too long)."""
+    def document_part(self, text: str, longest_chunk: str) -> Optional[str]:
+        """The note as it goes into every prompt of its chunks; ``None`` means skip (too long).
+
+        The prompt of the longest chunk must fit ``num_ctx`` minus the output budget and
+        the server's chat-template overhead, counted with tiktoken on our side.
+        """
         from .tokens import TokenOffsets, count_tokens
 
         document = _head_chars(text, self.document_chars) if self.document_chars else text
         window = getattr(self.model, "context_window", None)
         if not window:
             return document
-        reserve = getattr(self.model, "max_output_tokens", 0) + PROMPT_OVERHEAD_TOKENS
-        budget = window - reserve - count_tokens(self.render("", ""), self.encoding) - max_chunk_tokens
-        if count_tokens(document, self.encoding) <= budget:
+        limit = window - getattr(self.model, "max_output_tokens", 0) - PROMPT_OVERHEAD_TOKENS - PROMPT_SLACK_TOKENS
+
+        def fits(candidate: str) -> bool:
+            return count_tokens(self.render(candidate, longest_chunk), self.encoding) <= limit
+
+        if fits(document):
             return document
+        budget = limit - count_tokens(self.render("", longest_chunk), self.encoding)
         if self.oversized_document == "skip" or budget <= len(MIDDLE_MARKER):
             return None
         offsets = TokenOffsets(document, self.encoding)
@@ -428,7 +443,7 @@ class LLMContext(Pipe):
                     + MIDDLE_MARKER
                     + document[offsets.char_before_tokens(len(document), tail) :].lstrip()
                 )
-            if count_tokens(cut, self.encoding) <= budget:
+            if fits(cut):
                 return cut
             target = int(target * 0.95)
         return None
@@ -468,13 +483,13 @@ class LLMContext(Pipe):
                     described = self.model.describe(text, span.start_char, span.end_char, self.document_type, index, len(spans))
                     _set_context(span, described)
                 continue
-            document = self.document_part(text, max(span._.token_count for span in spans))
+            document = self.document_part(text, max(spans, key=lambda span: span._.token_count).text)
             for span in spans:
                 if document is None:
                     usages[d]["skipped"] += 1
                     continue
                 prompt = self.render(document, span.text)
-                key = cache_key(self.model.identity, self.template_version, document, span.text) if self.cache else None
+                key = cache_key(self.model.identity, self.template_version, document, span.text) if self.cache is not None else None
                 job = _Job(d, span, prompt, key)
                 per_doc_jobs[d].append(job)
                 jobs.append(job)
@@ -534,20 +549,31 @@ class LLMContext(Pipe):
                 pending.append(job)
         if not pending:
             return
+        unique: Dict[str, _Job] = {}
+        duplicates: List[Tuple[_Job, _Job]] = []
+        for job in pending:  # the same chunk of the same note twice in a batch: one call
+            identity = job.key or job.prompt
+            if identity in unique:
+                duplicates.append((job, unique[identity]))
+            else:
+                unique[identity] = job
+        calls = list(unique.values())
         breaker = _Breaker(self.max_consecutive_failures)
-        if self.max_concurrency == 1 or len(pending) == 1:
-            for job in pending:
+        if self.max_concurrency == 1 or len(calls) == 1:
+            for job in calls:
                 self._call(job, breaker)
-            return
-        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(pending))) as executor:
-            futures = [executor.submit(self._call, job, breaker) for job in pending]
-            try:
-                for future in futures:
-                    future.result()
-            except LLMContextError:
-                for future in futures:
-                    future.cancel()
-                raise
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(calls))) as executor:
+                futures = [executor.submit(self._call, job, breaker) for job in calls]
+                try:
+                    for future in futures:
+                        future.result()
+                except LLMContextError:
+                    for future in futures:
+                        future.cancel()
+                    raise
+        for job, source in duplicates:
+            job.result, job.error, job.cached = source.result, source.error, source.result is not None
 
     def _call(self, job: _Job, breaker: _Breaker) -> None:
         from .llm_clients import LLMError

@@ -1,11 +1,12 @@
 """Ray Data engine of corpus runs: ``map_batches`` with one pipeline per actor.
 
-The plan is a dataset of shard descriptions (name + input files). A read stage turns each
-shard into one header row (its document count) and one row per document; a pool of
-:class:`ChunkActor` actors, each of which rebuilds the pipeline from a
-:class:`~spacy_clinchunk.corpus.PipelineSpec` once, chunks the rows in batches. The driver
-streams the results back and writes each shard as soon as all its documents are in, so
-shards land (and are recorded in the manifest) while the run goes on.
+The plan is a dataset of shard descriptions (name + input files), one block per shard. A
+pool of :class:`ChunkActor` actors, each of which rebuilds the pipeline from a
+:class:`~spacy_clinchunk.corpus.PipelineSpec` once, reads a shard, chunks its documents
+with ``nlp.pipe`` and returns a header row (the document count) and one row per document.
+The driver streams the rows back and writes each shard as soon as all its documents are
+in, so shards land (and are recorded in the manifest) while the run goes on. The unit of
+parallelism is the shard: split a corpus into at least as many shards as actors.
 
 Workers read the input files and import this package themselves: on a multi-node
 cluster the inputs must be on a shared filesystem and the package installed on every node.
@@ -25,7 +26,6 @@ from .corpus import (
     PipelineSpec,
     Shard,
     ShardResult,
-    WorkItem,
     process_items,
     read_shard,
     serialize,
@@ -82,19 +82,6 @@ def connect(address: Optional[str], timeout: float = 10.0) -> bool:
     return True
 
 
-def read_shard_rows(row: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """Read stage: a header row with the shard's document count, then one row per document."""
-    shard = Shard(str(row["name"]), [str(s) for s in row["sources"]])
-    items = read_shard(shard)
-    rows = [_row(shard.name, -1, len(items), "", "", "", "")]
-    rows.extend(_row(shard.name, i.seq, len(items), i.id, i.source, i.text or "", i.error or "") for i in items)
-    return rows
-
-
-def _row(shard: str, seq: int, total: int, doc_id: str, source: str, text: str, error: str) -> Dict[str, Any]:
-    return {"shard": shard, "seq": seq, "total": total, "id": doc_id, "source": source, "text": text, "error": error}
-
-
 class ChunkActor:
     """A Ray Data actor: loads the pipeline once, then chunks batches of document rows."""
 
@@ -113,36 +100,22 @@ class ChunkActor:
         self.pid = os.getpid()
 
     def __call__(self, batch: Dict[str, Any]) -> Dict[str, Any]:
+        """A batch of shard descriptions in, one row per document (plus a header per shard) out."""
         import numpy
 
         out: Dict[str, List[Any]] = {name: [] for name in COLUMNS}
         empty = "" if self.fmt == "jsonl" else b""
-        items: List[WorkItem] = []
-        totals: Dict[Any, int] = {}
-        for i in range(len(batch["seq"])):
-            seq, total = int(batch["seq"][i]), int(batch["total"][i])
-            if seq < 0:  # shard header: passes through
-                self._append(out, str(batch["shard"][i]), seq, total, "", "", empty, 0, "")
-                continue
-            error = str(batch["error"][i]) or None
-            items.append(
-                WorkItem(
-                    shard=str(batch["shard"][i]),
-                    seq=seq,
-                    id=str(batch["id"][i]),
-                    source=str(batch["source"][i]),
-                    text=None if error else str(batch["text"][i]),
-                    error=error,
-                )
-            )
-            totals[(items[-1].shard, seq)] = total
-        for item, doc, error in process_items(self.nlp, items, n_process=1, batch_size=self.batch_size):
-            payload, chunks = empty, 0
-            if doc is not None:
-                payload, chunks = serialize(doc, item.id, self.fmt, self.spans_key)
-                if self.fmt == "jsonl":
-                    payload = json.dumps(payload, ensure_ascii=False)
-            self._append(out, item.shard, item.seq, totals[(item.shard, item.seq)], item.id, item.source, payload, chunks, error or "")
+        for name, sources in zip(batch["name"], batch["sources"]):
+            shard = Shard(str(name), [str(s) for s in sources])
+            items = read_shard(shard)
+            self._append(out, shard.name, -1, len(items), "", "", empty, 0, "")
+            for item, doc, error in process_items(self.nlp, items, n_process=1, batch_size=self.batch_size):
+                payload, chunks = empty, 0
+                if doc is not None:
+                    payload, chunks = serialize(doc, item.id, self.fmt, self.spans_key)
+                    if self.fmt == "jsonl":
+                        payload = json.dumps(payload, ensure_ascii=False)
+                self._append(out, shard.name, item.seq, len(items), item.id, item.source, payload, chunks, error or "")
         columns = {name: numpy.array(values, dtype=object) for name, values in out.items()}
         for name in ("seq", "total", "chunks", "pid"):
             columns[name] = numpy.array(out[name], dtype=numpy.int64)
@@ -187,8 +160,6 @@ def run_ray(
         dataset = ray.data.from_items(
             [{"name": s.name, "sources": list(s.sources)} for s in shards], override_num_blocks=len(shards)
         )
-        # reading is I/O: it must not wait for CPUs the actors hold
-        dataset = dataset.flat_map(read_shard_rows, num_cpus=0)
         remote_args: Dict[str, Any] = {"num_cpus": cpus_per_worker}
         if gpus_per_worker:
             remote_args["num_gpus"] = gpus_per_worker
@@ -202,7 +173,7 @@ def run_ray(
                 "threads": threads,
             },
             compute=ray.data.ActorPoolStrategy(size=max(1, workers)),
-            batch_size=max(1, batch_size),
+            batch_size=1,  # one shard per call; documents go through nlp.pipe in batch_size
             batch_format="numpy",
             **remote_args,
         )

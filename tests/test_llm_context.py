@@ -168,15 +168,23 @@ def test_clin_chunks_alignment_uses_the_chunk_group():
     nlp = load_pipeline(CONFIG_DIR / "punct_conj_cleaned.cfg")
     nlp.add_pipe(
         "clin_llm_context",
-        config={"chunk_size": 60, "chunk_overlap": 10, "align": "clin_chunks", "cache_path": None,
+        config={"chunk_size": 120, "chunk_overlap": 20, "align": "clin_chunks", "cache_path": None,
                 "model": {"@misc": "spacy_clinchunk.HeuristicContext.v1"}},
     )
     doc = nlp(make_note(60, seed=3))
-    spans = check_windows(doc, 60)
-    chunk_ends = {s.end_char for s in doc.spans["clin_chunks"]}
-    chunk_starts = {s.start_char for s in doc.spans["clin_chunks"]}
-    assert sum(s.end_char in chunk_ends for s in spans[:-1]) == len(spans) - 1
-    assert sum(s.start_char in chunk_starts for s in spans[1:]) >= 0.8 * (len(spans) - 1)
+    spans = check_windows(doc, 120)
+    text = doc.text
+    chunk_ends = [s.end_char for s in doc.spans["clin_chunks"]]
+    chunk_starts = [s.start_char for s in doc.spans["clin_chunks"]]
+
+    def at_chunk_end(end):  # a chunk ends here, or only its punctuation follows it
+        return any(e <= end and not any(c.isalnum() for c in text[e:end]) for e in chunk_ends)
+
+    def at_chunk_start(start):
+        return any(b >= start and not any(c.isalnum() for c in text[start:b]) for b in chunk_starts)
+
+    assert all(at_chunk_end(s.end_char) for s in spans[:-1])
+    assert sum(at_chunk_start(s.start_char) for s in spans[1:]) >= 0.8 * (len(spans) - 1)
 
 
 def test_overwrite_false_contextualizes_an_existing_group():
@@ -300,13 +308,13 @@ def test_heuristic_fallback_content(server):
 
 
 def test_some_failures_only_affect_their_chunks(server):
-    server.queue("ok", "400", "ok")
+    server.queue("ok", "400")
     nlp = build(ollama_cfg(server.url), chunk_size=30, chunk_overlap=5, max_concurrency=1)
-    with pytest.warns(UserWarning, match="1 of 3"):
+    with pytest.warns(UserWarning, match="1 of "):
         doc = nlp(make_note(6, seed=22)[:400])
     spans = list(doc.spans[KEY])
-    assert len(spans) == 3
-    assert [bool(s._.context) for s in spans] == [True, False, True]
+    assert len(spans) >= 3
+    assert [bool(s._.context) for s in spans] == [True, False] + [True] * (len(spans) - 2)
     assert doc._.llm_context_failures == 1
 
 
@@ -435,14 +443,16 @@ def test_to_disk_and_load_give_identical_output_without_secrets(server, tmp_path
     model = {"@misc": "spacy_clinchunk.OpenAICompatible.v1", "base_url": server.openai_url, "api_key_env": "CLINCHUNK_SECRET"}
     nlp = build(model, chunk_size=30, chunk_overlap=5, align="sentences", prompt_template=str(template))
     text = make_note(10, seed=40)
-    expected = [(s.start_char, s.end_char, s._.context, s._.chunk_id) for s in nlp(text).spans[KEY]]
+    before = nlp(text)
+    expected = [(s.start_char, s.end_char, s._.context, s._.chunk_id) for s in before.spans[KEY]]
     nlp.to_disk(tmp_path / "pipe")
     template.unlink()  # the saved pipeline carries its own copy of the template
     for path in (tmp_path / "pipe").rglob("*"):
         if path.is_file():
             assert b"sk-never-on-disk" not in path.read_bytes()
     reloaded = spacy.load(tmp_path / "pipe")
-    got = [(s.start_char, s.end_char, s._.context, s._.chunk_id) for s in reloaded(text).spans[KEY]]
+    after = reloaded(text)
+    got = [(s.start_char, s.end_char, s._.context, s._.chunk_id) for s in after.spans[KEY]]
     assert got == expected
     assert reloaded.get_pipe("clin_llm_context").template.startswith("Custom")
     component = nlp.get_pipe("clin_llm_context")
@@ -475,7 +485,7 @@ def test_cli_sums_llm_usage(server, tmp_path):
         [sys.executable, "-m", "spacy_clinchunk", "chunk", str(note), str(note), "--config",
          str(CONFIG_DIR / "contextual_rag.cfg"), "--spans-key", KEY, "--format", "jsonl",
          "--components.clin_llm_context.model.base_url", server.url,
-         "--components.clin_llm_context.chunk_size", "100"],
+         "--components.clin_llm_context.chunk_size", "100", "--components.clin_llm_context.chunk_overlap", "20"],
         capture_output=True, text=True, timeout=300, cwd=ROOT, env=env,
     )
     assert result.returncode == 0, result.stderr[-2000:]

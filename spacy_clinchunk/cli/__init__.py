@@ -29,7 +29,7 @@ def quiet_third_party_logging() -> None:
         loguru_logger.add(sys.stderr, level="WARNING")
     except Exception:  # loguru not installed
         pass
-    for name in ("PyRuSH", "medspacy", "transformers", "sentence_transformers", "urllib3"):
+    for name in ("PyRuSH", "medspacy", "transformers", "sentence_transformers", "urllib3", "ray"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 

@@ -31,8 +31,15 @@ def add_parser(subparsers: Any) -> None:
         "--strategy", default=None, help="named pipeline: simple | punct_conj_cleaned | sliding_window | default"
     )
     parser.add_argument("--lang", default=None, help="language code (en, de, es, fr, nl); overrides the config")
-    parser.add_argument("--format", choices=("table", "jsonl"), default="table")
-    parser.add_argument("--output", "-o", default=None, help="write here instead of stdout")
+    parser.add_argument(
+        "--format",
+        choices=("table", "jsonl", "docbin"),
+        default=None,
+        help="table | jsonl for one output file (default table); jsonl | docbin for corpus runs (default jsonl)",
+    )
+    parser.add_argument(
+        "--output", "-o", default=None, help="write here instead of stdout (with --engine: the output directory)"
+    )
     parser.add_argument("--spans-key", default="clin_chunks", help="span group to print")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--window-size", type=int, default=None, help="semantic window size (words)")
@@ -40,6 +47,21 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--threshold", type=float, default=None, help="semantic split threshold")
     parser.add_argument("--min-segment", type=int, default=None, help="minimum words per semantic segment")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    corpus = parser.add_argument_group(
+        "corpus runs (--engine)", "sharded, resumable output: OUT/shards/*, OUT/errors.jsonl, OUT/manifest.json"
+    )
+    corpus.add_argument("--engine", choices=("local", "ray"), default=None, help="run as a corpus job on this engine")
+    corpus.add_argument("--workers", type=int, default=None, help="processes (local) or actors (ray); default 1 / 2")
+    corpus.add_argument("--ray-address", default=None, help="auto | host:port | ray://host:port (default: start Ray here)")
+    corpus.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs (and torch threads) per Ray actor")
+    corpus.add_argument(
+        "--gpus-per-worker", type=float, default=None, help="GPUs per Ray actor (default: 1 when the cluster has GPUs)"
+    )
+    corpus.add_argument("--shard-size", type=int, default=None, help=".txt files per input shard (default 1000)")
+    corpus.add_argument("--max-length", type=int, default=None, help="longest note in characters (nlp.max_length)")
+    corpus.add_argument("--code", default=None, help="Python file with custom components, imported in every worker")
+    corpus.add_argument("--no-resume", action="store_true", help="reprocess shards that are already done")
+    corpus.add_argument("--connect-timeout", type=float, default=10.0, help="seconds to wait for a Ray address")
     parser.set_defaults(func=run)
 
 
@@ -83,8 +105,20 @@ def load_nlp(args: argparse.Namespace, extra: List[str]):
         raise CLIError(str(err)) from err
 
 
+CORPUS_ONLY = ("workers", "ray_address", "gpus_per_worker", "shard_size", "max_length", "code")
+
+
 def run(args: argparse.Namespace, extra: List[str]) -> int:
     from ..inputs import InputError, expand_inputs, read_file
+
+    if args.engine is not None:
+        return run_corpus_command(args, extra)
+    given = [f"--{name.replace('_', '-')}" for name in CORPUS_ONLY if getattr(args, name) is not None]
+    if given:
+        raise CLIError(f"{', '.join(given)} need --engine local|ray (a corpus run)")
+    if args.format == "docbin":
+        raise CLIError("--format docbin needs --engine local|ray and an output directory")
+    args.format = args.format or "table"
 
     try:
         sources = expand_inputs(args.paths)
@@ -190,3 +224,49 @@ def _print_llm_usage(usages: List[Dict[str, Any]]) -> None:
     total = sum_usage(usages)
     fields = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "failures", "skipped", "seconds")
     print("llm usage: " + " ".join(f"{name}={total[name]}" for name in fields), file=sys.stderr)
+
+
+def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
+    """``--engine local|ray``: sharded, resumable corpus run into the ``--output`` directory."""
+    from ..corpus import DEFAULT_SHARD_SIZE, CorpusError, run_corpus
+
+    if not args.output:
+        raise CLIError("--engine needs --output OUT_DIR")
+    if args.format == "table":
+        raise CLIError("corpus runs write --format jsonl or docbin")
+    if args.paths == ["-"] or "-" in args.paths:
+        raise CLIError("corpus runs read files, directories or globs, not stdin")
+    workers = args.workers if args.workers is not None else (2 if args.engine == "ray" else 1)
+    try:
+        result = run_corpus(
+            resolve_source(args),
+            args.paths,
+            args.output,
+            engine=args.engine,
+            workers=workers,
+            batch_size=args.batch_size,
+            fmt=args.format or "jsonl",
+            spans_key=args.spans_key,
+            shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
+            resume=not args.no_resume,
+            overrides=parse_overrides(extra),
+            lang=args.lang,
+            stage_settings=stage_overrides(args),
+            code=args.code,
+            max_length=args.max_length,
+            ray_address=args.ray_address,
+            cpus_per_worker=args.cpus_per_worker,
+            gpus_per_worker=args.gpus_per_worker,
+            connect_timeout=args.connect_timeout,
+        )
+    except CorpusError as err:
+        raise CLIError(str(err)) from err
+    print(
+        f"{result.docs} docs in {len(result.processed)} shards ({len(result.skipped)} already done), "
+        f"{result.errors} errors, {result.seconds:.1f} s -> {result.output_dir}",
+        file=sys.stderr,
+    )
+    if result.errors:
+        print(f"error: {result.errors} document(s) failed; see {result.output_dir / 'errors.jsonl'}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,98 @@
+"""Corpora built from the GSC+ files for the corpus and Ray engine tests."""
+import json
+import textwrap
+from pathlib import Path
+from typing import Dict, List
+
+from conftest import CONFIG_DIR, GSC_DIR
+
+# Custom components for corpus tests, imported in every worker through ``code=``:
+# test_poison raises on a marked document; test_gate holds a marked document while
+# gate.flag (next to this file) exists, so a test can kill a run half-way.
+COMPONENTS_CODE = textwrap.dedent(
+    '''
+    import time
+    from pathlib import Path
+
+    from spacy.language import Language
+
+    GATE = Path(__file__).with_name("gate.flag")
+
+
+    @Language.component("test_poison")
+    def test_poison(doc):
+        if "POISON" in doc.text:
+            raise ValueError("poisoned document")
+        return doc
+
+
+    @Language.component("test_gate")
+    def test_gate(doc):
+        if "GATE" in doc.text:
+            while GATE.exists():
+                time.sleep(0.05)
+        return doc
+    '''
+)
+
+POISON = {"id": "poisoned", "text": "Patient denies chest pain. POISON in this note."}
+GATE_DOC = {"id": "gate", "text": "GATE. The patient has no fever."}
+
+
+def gsc_documents() -> List[Dict[str, str]]:
+    docs = []
+    for file in sorted(GSC_DIR.glob("*.json")):
+        data = json.loads(file.read_text(encoding="utf-8"))
+        docs.append({"id": data["doc_id"], "text": data["full_text"]})
+    return docs
+
+
+def write_shards(folder: Path, docs: List[Dict[str, str]], n_shards: int) -> List[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for k in range(n_shards):
+        path = folder / f"part-{k:03d}.jsonl"
+        with open(path, "w", encoding="utf-8") as out:
+            for doc in docs[k::n_shards]:
+                out.write(json.dumps(doc) + "\n")
+        paths.append(path)
+    return paths
+
+
+def write_code_and_config(folder: Path) -> Dict[str, Path]:
+    """A copy of punct_conj_cleaned.cfg with the test components appended."""
+    folder.mkdir(parents=True, exist_ok=True)
+    code = folder / "corpus_test_components.py"
+    code.write_text(COMPONENTS_CODE, encoding="utf-8")
+    config = (CONFIG_DIR / "punct_conj_cleaned.cfg").read_text(encoding="utf-8")
+    config = config.replace('"clin_cleaner"]', '"clin_cleaner","test_poison","test_gate"]')
+    config += '\n[components.test_poison]\nfactory = "test_poison"\n\n[components.test_gate]\nfactory = "test_gate"\n'
+    cfg = folder / "corpus_test.cfg"
+    cfg.write_text(config, encoding="utf-8")
+    return {"code": code, "config": cfg, "gate": folder / "gate.flag"}
+
+
+def reference_records(config: Path, code: Path, docs: List[Dict[str, str]]) -> Dict[str, dict]:
+    """One process, no engine: ``nlp(text)`` and ``doc_to_record`` for every document."""
+    from spacy_clinchunk.corpus import import_code
+    from spacy_clinchunk.pipeline import load_pipeline
+    from spacy_clinchunk.records import doc_to_record
+
+    import_code(str(code))
+    nlp = load_pipeline(config)
+    return {d["id"]: doc_to_record(nlp(d["text"]), doc_id=d["id"]) for d in docs if "POISON" not in d["text"]}
+
+
+def read_output(out_dir: Path) -> Dict[str, dict]:
+    records = {}
+    for path in sorted((out_dir / "shards").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            assert record["id"] not in records, f"duplicate {record['id']}"
+            records[record["id"]] = record
+    return records
+
+
+def read_errors(out_dir: Path) -> Dict[str, dict]:
+    lines = (out_dir / "errors.jsonl").read_text(encoding="utf-8").splitlines()
+    return {json.loads(line)["id"]: json.loads(line) for line in lines}

@@ -1,0 +1,532 @@
+"""clin_context_assertion: ConText semantics, clinical conventions, five languages, bad input."""
+import configparser
+import json
+import subprocess
+import sys
+import warnings
+
+import pytest
+import spacy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from spacy.tokens import DocBin
+
+from spacy_clinchunk import attrs
+from spacy_clinchunk.context_assertion import (
+    FACTORY,
+    PRECEDENCE,
+    ContextRulesError,
+    context_rules_v1,
+    read_rules_file,
+    shipped_rules,
+)
+from spacy_clinchunk.pipeline import load_pipeline
+
+from conftest import ROOT
+
+LANGS = ("en", "de", "es", "fr", "nl")
+KEY = "concepts"
+
+
+@pytest.fixture(scope="module")
+def chunk_nlp():
+    nlp = load_pipeline("punct_conj_cleaned")
+    nlp.add_pipe(FACTORY)
+    return nlp
+
+
+_CONCEPT_NLPS = {}
+
+
+def concept_nlp(lang):
+    if lang not in _CONCEPT_NLPS:
+        nlp = spacy.blank(lang)
+        nlp.add_pipe("sentencizer")
+        nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
+        _CONCEPT_NLPS[lang] = nlp
+    return _CONCEPT_NLPS[lang]
+
+
+def assert_concept(lang, text, concept, expected):
+    """Label of the (first) occurrence of ``concept`` in ``text``, as a span-group member."""
+    nlp = concept_nlp(lang)
+    doc = nlp.make_doc(text)
+    start = text.index(concept)
+    span = doc.char_span(start, start + len(concept), alignment_mode="expand")
+    doc.spans[KEY] = [span]
+    doc = nlp(doc)
+    got = doc.spans[KEY][0]
+    assert got._.assertion == expected, (lang, text, concept, got._.assertion, got._.assertion_cues)
+    return got
+
+
+def chunk_labels(nlp, text):
+    doc = nlp(text)
+    return {s.text: s._.assertion for s in doc.spans[attrs.CHUNKS_KEY]}
+
+
+# -- scope across chunks, inside chunks ---------------------------------------------
+def test_negation_crosses_chunk_boundaries(chunk_nlp):
+    labels = chunk_labels(chunk_nlp, "She denies fever, chills, or night sweats.")
+    assert len(labels) == 3
+    assert set(labels.values()) == {"negated"}
+
+
+def test_cue_inside_chunk_counts(chunk_nlp):
+    assert set(chunk_labels(chunk_nlp, "No developmental delay.").values()) == {"negated"}
+    assert set(chunk_labels(chunk_nlp, "Without lesions.").values()) == {"negated"}
+
+
+def test_cue_governing_only_the_tail_does_not_negate_the_target(chunk_nlp):
+    assert chunk_labels(chunk_nlp, "Skin warm and dry without lesions.") == {
+        "Skin warm and dry without lesions": "affirmed"
+    }
+    assert_concept("en", "Skin warm and dry without lesions.", "lesions", "negated")
+
+
+def test_terminate_ends_scope(chunk_nlp):
+    assert_concept("en", "No fever but has cough.", "fever", "negated")
+    assert_concept("en", "No fever but has cough.", "cough", "affirmed")
+    labels = chunk_labels(chunk_nlp, "No fever but has cough.")
+    assert labels["No fever"] == "negated"
+    assert [v for k, v in labels.items() if "cough" in k] == ["affirmed"]
+
+
+@pytest.mark.parametrize(
+    "text,concept,expected",
+    [
+        ("Not only fever but also a rash.", "fever", "affirmed"),
+        ("No increase in seizure frequency.", "seizure frequency", "affirmed"),
+        ("No change in tone.", "tone", "affirmed"),
+        ("Not certain whether he has epilepsy.", "epilepsy", "uncertain"),
+    ],
+)
+def test_pseudo_cues(text, concept, expected):
+    assert_concept("en", text, concept, expected)
+
+
+def test_direction_forward_backward_bidirectional():
+    assert_concept("en", "No fever today.", "fever", "negated")
+    assert_concept("en", "Fever was ruled out.", "Fever", "negated")
+    assert_concept("en", "Fever, no.", "Fever", "affirmed")  # "no" looks forward only
+    assert_concept("en", "Migraine versus tension headache.", "Migraine", "uncertain")
+    assert_concept("en", "Migraine versus tension headache.", "tension headache", "uncertain")
+
+
+def test_scope_limited_to_sentence():
+    assert_concept("en", "No fever. Cough is present.", "Cough", "affirmed")
+
+
+# -- clinical conventions --------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text,concept",
+    [
+        ("Rule out pneumonia.", "pneumonia"),
+        ("R/O sepsis.", "sepsis"),
+        ("Evaluate for seizures.", "seizures"),
+        ("Meningitis versus encephalitis.", "encephalitis"),
+        ("Chest CT to exclude pulmonary embolism.", "pulmonary embolism"),
+        ("Cannot exclude a small septal defect.", "septal defect"),
+    ],
+)
+def test_work_up_cues_are_uncertain_not_negated(text, concept):
+    assert_concept("en", text, concept, "uncertain")
+
+
+@pytest.mark.parametrize(
+    "text,concept",
+    [
+        ("Blood culture was negative.", "Blood culture"),
+        ("The COVID test is negative.", "COVID test"),
+        ("Fever resolved.", "Fever"),
+        ("Deep tendon reflexes absent.", "Deep tendon reflexes"),
+        ("Pericardial effusion not seen.", "Pericardial effusion"),
+        ("Allergies: NONE", "Allergies"),
+        ("Seizures:   none.", "Seizures"),
+    ],
+)
+def test_backward_negation(text, concept):
+    got = assert_concept("en", text, concept, "negated")
+    assert got._.is_negated
+
+
+def test_header_answered_none_does_not_negate_a_forward_finding():
+    assert_concept("en", "Findings: no pneumonia.", "pneumonia", "negated")
+    assert_concept("en", "Findings: no pneumonia.", "Findings", "affirmed")
+
+
+def test_headers_end_scope_and_are_not_cues():
+    assert_concept("en", "No fever IMPRESSION: pneumonia", "pneumonia", "affirmed")
+    assert_concept("en", "CLINICAL HISTORY: seizures", "seizures", "affirmed")
+    assert_concept("en", "Denies pain\nREFERRING DIAGNOSIS: scoliosis", "scoliosis", "affirmed")
+    assert_concept("en", "Negative for rash\n\nAssessment: eczema", "eczema", "affirmed")
+
+
+def test_cues_match_across_whitespace_runs_line_breaks_and_case():
+    got = assert_concept("en", "NEGATIVE   FOR hepatomegaly", "hepatomegaly", "negated")
+    assert got._.assertion_cues[0]["text"] == "NEGATIVE   FOR"
+    assert_concept("en", "Patient is negative\nfor hepatomegaly.", "hepatomegaly", "negated")
+    assert_concept("en", "NEGATIVE FOR\nhepatomegaly", "hepatomegaly", "negated")
+
+
+@pytest.mark.parametrize(
+    "text,concept",
+    [
+        ("Heart sounds are normal.", "Heart sounds"),
+        ("MRI unremarkable.", "MRI"),
+        ("Hearing screen within normal limits.", "Hearing screen"),
+        ("Renal ultrasound showed no abnormality.", "Renal ultrasound"),
+        ("Normal heart sounds.", "heart sounds"),
+    ],
+)
+def test_normality_is_normal_not_negated(text, concept):
+    got = assert_concept("en", text, concept, "normal")
+    assert got._.is_normal and not got._.is_negated
+
+
+@pytest.mark.parametrize(
+    "text,concept,expected",
+    [
+        ("The patient has seizures.", "seizures", "affirmed"),
+        ("Possible evidence of motor delay.", "motor delay", "uncertain"),
+        ("History of asthma.", "asthma", "historical"),
+        ("Status post appendectomy.", "appendectomy", "historical"),
+        ("Return if she develops a rash.", "rash", "hypothetical"),
+        ("Family history of diabetes.", "diabetes", "family"),
+        ("Epilepsy in his brother.", "Epilepsy", "family"),
+    ],
+)
+def test_english_categories(text, concept, expected):
+    assert_concept("en", text, concept, expected)
+
+
+def test_precedence_and_flags():
+    got = assert_concept("en", "Mother has a history of breast cancer.", "breast cancer", "family")
+    assert got._.is_family and got._.is_historical and not got._.is_negated
+    got = assert_concept("en", "No history of possible seizures.", "seizures", "negated")
+    assert got._.is_negated
+    assert PRECEDENCE[0] == "negated" and PRECEDENCE[-1] == "normal"
+
+
+def test_cues_carry_offsets_and_category():
+    got = assert_concept("en", "She denies fever.", "fever", "negated")
+    doc = got.doc
+    (cue,) = got._.assertion_cues
+    assert cue["category"] == "NEGATED_EXISTENCE"
+    assert doc.text[cue["start_char"]:cue["end_char"]] == cue["text"] == "denies"
+    json.dumps(got._.assertion_cues)
+
+
+# -- five languages ------------------------------------------------------------------
+MULTILINGUAL = {
+    "de": [
+        ("Das Kind hat eine Hypotonie.", "Hypotonie", "affirmed"),
+        ("Kein Fieber.", "Fieber", "negated"),
+        ("Ohne Hinweis auf Mikrozephalie.", "Mikrozephalie", "negated"),
+        ("Eine Pneumonie wurde ausgeschlossen.", "Pneumonie", "negated"),
+        ("Ödeme nicht nachweisbar.", "Ödeme", "negated"),
+        ("Verdacht auf Marfan-Syndrom.", "Marfan-Syndrom", "uncertain"),
+        ("Zum Ausschluss einer Meningitis.", "Meningitis", "uncertain"),
+        ("Zustand nach Appendektomie.", "Appendektomie", "historical"),
+        ("Falls Fieber auftritt, Wiedervorstellung.", "Fieber", "hypothetical"),
+        ("Die Mutter hat Diabetes.", "Diabetes", "family"),
+        ("Die Herztöne sind unauffällig.", "Herztöne", "normal"),
+        ("Kein Fieber, aber Husten.", "Husten", "affirmed"),
+        ("Nicht nur Fieber.", "Fieber", "affirmed"),
+    ],
+    "es": [
+        ("El paciente presenta convulsiones.", "convulsiones", "affirmed"),
+        ("No presenta fiebre.", "fiebre", "negated"),
+        ("Sin signos de ataxia.", "ataxia", "negated"),
+        ("Neumonía descartada.", "Neumonía", "negated"),
+        ("Posible retraso motor.", "retraso motor", "uncertain"),
+        ("Para descartar meningitis.", "meningitis", "uncertain"),
+        ("Antecedentes de asma.", "asma", "historical"),
+        ("En caso de fiebre acudir a urgencias.", "fiebre", "hypothetical"),
+        ("Su madre tiene diabetes.", "diabetes", "family"),
+        ("Ecografía renal normal.", "Ecografía renal", "normal"),
+        ("No tiene fiebre pero sí tos.", "tos", "affirmed"),
+        ("Sin cambios en la frecuencia de crisis.", "frecuencia de crisis", "affirmed"),
+    ],
+    "fr": [
+        ("Le patient présente une hypotonie.", "hypotonie", "affirmed"),
+        ("Pas de fièvre.", "fièvre", "negated"),
+        ("Absence de microcéphalie.", "microcéphalie", "negated"),
+        ("Œdème non retrouvé.", "Œdème", "negated"),
+        ("Suspicion de cardiomyopathie.", "cardiomyopathie", "uncertain"),
+        ("Antécédents d'asthme.", "asthme", "historical"),
+        ("En cas de fièvre, consulter.", "fièvre", "hypothetical"),
+        ("Sa mère a un diabète.", "diabète", "family"),
+        ("Échographie rénale sans anomalie.", "Échographie rénale", "normal"),
+        ("Pas de fièvre mais une toux.", "toux", "affirmed"),
+        ("Non seulement de la fièvre.", "fièvre", "affirmed"),
+    ],
+    "nl": [
+        ("De patiënt heeft epilepsie.", "epilepsie", "affirmed"),
+        ("Geen koorts.", "koorts", "negated"),
+        ("Zonder tekenen van ataxie.", "ataxie", "negated"),
+        ("Pneumonie uitgesloten.", "Pneumonie", "negated"),
+        ("Mogelijk ontwikkelingsachterstand.", "ontwikkelingsachterstand", "uncertain"),
+        ("Voorgeschiedenis van astma.", "astma", "historical"),
+        ("Indien koorts optreedt, terugkomen.", "koorts", "hypothetical"),
+        ("Moeder heeft diabetes.", "diabetes", "family"),
+        ("Harttonen normaal.", "Harttonen", "normal"),
+        ("Geen koorts, wel hoest.", "hoest", "affirmed"),
+        ("Niet alleen koorts.", "koorts", "affirmed"),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "lang,text,concept,expected",
+    [(lang, *case) for lang, cases in MULTILINGUAL.items() for case in cases],
+)
+def test_multilingual_rules(lang, text, concept, expected):
+    assert_concept(lang, text, concept, expected)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_shipped_rules_schema_and_categories(lang):
+    rules = shipped_rules(lang)
+    categories = {r["category"] for r in rules}
+    directions = {r["direction"] for r in rules}
+    for needed in ("NEGATED_EXISTENCE", "POSSIBLE_EXISTENCE", "HISTORICAL", "HYPOTHETICAL", "FAMILY", "NORMAL"):
+        assert needed in categories, (lang, needed)
+    assert {"FORWARD", "BACKWARD", "TERMINATE", "PSEUDO"} <= directions
+    from importlib import resources
+
+    text = resources.files("spacy_clinchunk.resources").joinpath(lang, "context_rules.json").read_text("utf-8")
+    assert json.loads(text)["context_rules"]
+
+
+def test_english_default_includes_medspacy_rules_and_ours_override():
+    with_defaults = context_rules_v1("en", None, True)
+    ours = context_rules_v1("en", None, False)
+    assert len(with_defaults) > len(ours)
+    evaluate = [r for r in with_defaults if r["literal"].lower() == "evaluate for"]
+    assert len(evaluate) == 1 and evaluate[0]["category"] == "POSSIBLE_EXISTENCE"
+
+
+def test_unknown_language_falls_back_to_english_with_one_warning():
+    nlp = spacy.blank("xx")
+    nlp.add_pipe("sentencizer")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pipe = nlp.add_pipe(FACTORY, config={"span_keys": [KEY], "language": "tlh"})
+        nlp.add_pipe(FACTORY, name="second", config={"span_keys": [KEY], "language": "tlh"})
+    assert pipe.lang == "en"
+    assert sum("tlh" in str(w.message) for w in caught) == 1
+    doc = nlp.make_doc("No fever.")
+    doc.spans[KEY] = [doc[1:2]]
+    assert nlp(doc).spans[KEY][0]._.assertion == "negated"
+
+
+# -- sentence boundaries, medspaCy pipelines, ents --------------------------------------
+def test_works_without_sentence_boundaries_bounded_by_max_scope():
+    nlp = spacy.blank("en")
+    nlp.add_pipe(FACTORY, config={"span_keys": [KEY], "max_scope": 3})
+    doc = nlp.make_doc("No fever or cough and then after many words a rash")
+    doc.spans[KEY] = [doc[1:2], doc[3:4], doc[10:11]]
+    labels = [s._.assertion for s in nlp(doc).spans[KEY]]
+    assert labels == ["negated", "negated", "affirmed"]
+
+
+def test_no_sentences_default_limit():
+    nlp = spacy.blank("en")
+    nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    words = "No fever " + "word " * 60 + "rash"
+    doc = nlp.make_doc(words)
+    doc.spans[KEY] = [doc[1:2], doc[-1:]]
+    assert [s._.assertion for s in nlp(doc).spans[KEY]] == ["negated", "affirmed"]
+
+
+def test_with_medspacy_pipeline_on_ents():
+    import medspacy
+    from medspacy.ner import TargetRule
+
+    nlp = medspacy.load(medspacy_disable=["medspacy_context"])
+    nlp.get_pipe("medspacy_target_matcher").add([TargetRule("fever", "PROBLEM"), TargetRule("cough", "PROBLEM")])
+    nlp.add_pipe(FACTORY, config={"span_keys": ["ents"]})
+    doc = nlp("Patient denies fever but has cough.")
+    assert [(e.text, e._.assertion) for e in doc.ents] == [("fever", "negated"), ("cough", "affirmed")]
+    assert doc.ents[0]._.is_negated
+
+
+# -- configuration, rules files, serialization -------------------------------------------
+def _write(path, data):
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def test_rules_from_path(tmp_path):
+    path = _write(tmp_path / "rules.json", {"context_rules": [
+        {"literal": "nie", "category": "NEGATED_EXISTENCE", "direction": "FORWARD"},
+    ]})
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe(FACTORY, config={"span_keys": [KEY], "rules": path, "include_default_rules": False})
+    doc = nlp.make_doc("nie fever. no cough.")
+    doc.spans[KEY] = [doc[1:2], doc[4:5]]
+    assert [s._.assertion for s in nlp(doc).spans[KEY]] == ["negated", "affirmed"]
+
+
+@pytest.mark.parametrize(
+    "data,fragment",
+    [
+        ({"context_rules": [{"literal": "no", "category": "NEGATED_EXISTENCE", "direction": "FORWARD"},
+                            {"literal": "oops", "category": "NEGATED_EXISTENCE", "direction": "SIDEWAYS"}]},
+         "rule #1 ('oops')"),
+        ({"context_rules": [{"literal": "x", "category": "FAMILY", "colour": "red"}]}, "unknown key"),
+        ({"context_rules": [{"category": "FAMILY"}]}, "'literal'"),
+        ({"context_rules": [{"literal": "x", "category": "FAMILY", "pattern": "("}]}, "regular expression"),
+        ({"rules": []}, "context_rules"),
+    ],
+)
+def test_malformed_rules_file_names_file_and_rule(tmp_path, data, fragment):
+    path = _write(tmp_path / "bad_rules.json", data)
+    nlp = spacy.blank("en")
+    with pytest.raises(ContextRulesError) as info:
+        nlp.add_pipe(FACTORY, config={"rules": path})
+    assert "bad_rules.json" in str(info.value) and fragment in str(info.value)
+
+
+def test_rules_file_not_json(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ContextRulesError, match="broken.json"):
+        read_rules_file(path)
+
+
+def test_missing_rules_file_errors_on_use(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe(FACTORY, config={"span_keys": [KEY], "rules": str(tmp_path / "nope.json")})
+    doc = nlp.make_doc("No fever.")
+    doc.spans[KEY] = [doc[1:2]]
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        nlp(doc)
+
+
+def _custom_nlp():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    pipe = nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    pipe.add_rules([{"literal": "zonk", "category": "NEGATED_EXISTENCE", "direction": "FORWARD"}])
+    return nlp
+
+
+def _run(nlp, text="zonk fever. She denies cough, or rash."):
+    doc = nlp.make_doc(text)
+    doc.spans[KEY] = [doc[1:2], doc[5:6], doc[8:9]]
+    doc = nlp(doc)
+    return [(s.text, s._.assertion, s._.assertion_cues) for s in doc.spans[KEY]]
+
+
+def test_disk_roundtrip_keeps_custom_rules(tmp_path):
+    nlp = _custom_nlp()
+    before = _run(nlp)
+    assert before[0][1] == "negated"
+    nlp.to_disk(tmp_path / "pipe")
+    assert (tmp_path / "pipe" / FACTORY / "context_rules.json").is_file()
+    loaded = spacy.load(tmp_path / "pipe")
+    assert _run(loaded) == before
+
+
+def test_bytes_roundtrip_and_docbin():
+    nlp = _custom_nlp()
+    fresh = spacy.blank("en")
+    fresh.add_pipe("sentencizer")
+    fresh.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    fresh.get_pipe(FACTORY).from_bytes(nlp.get_pipe(FACTORY).to_bytes())
+    assert _run(fresh) == _run(nlp)
+    doc = nlp.make_doc("zonk fever.")
+    doc.spans[KEY] = [doc[1:2]]
+    doc = nlp(doc)
+    restored = list(DocBin(docs=[doc], store_user_data=True).get_docs(nlp.vocab))[0]
+    span = restored.spans[KEY][0]
+    assert span._.assertion == "negated" and span._.is_negated
+
+
+def test_entry_points_declared():
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    entry = parser["options.entry_points"]
+    assert f"{FACTORY} = spacy_clinchunk.context_assertion:make_context_assertion" in entry["spacy_factories"]
+    assert "spacy_clinchunk.ContextRules.v1" in entry["spacy_misc"]
+    assert spacy.registry.misc.get("spacy_clinchunk.ContextRules.v1") is context_rules_v1
+
+
+def test_import_is_light():
+    code = (
+        "import sys, spacy; import spacy_clinchunk.context_assertion; spacy.blank('en');"
+        "print('medspacy' in sys.modules, 'loguru' in sys.modules)"
+    )  # spaCy/thinc may import torch themselves; medspaCy (and its torch, PyRuSH) must wait
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+# -- bad input -----------------------------------------------------------------------
+def test_empty_and_missing_groups_and_empty_doc():
+    nlp = concept_nlp("en")
+    doc = nlp.make_doc("No fever.")
+    doc.spans[KEY] = []
+    assert len(nlp(doc).spans[KEY]) == 0
+    assert nlp("No fever.") is not None  # group absent
+    assert len(nlp("")) == 0
+
+
+def test_one_character_and_overlapping_spans():
+    nlp = concept_nlp("en")
+    doc = nlp.make_doc("No fever , x and chills.")
+    doc.spans[KEY] = [doc[0:3], doc[1:2], doc[1:3], doc[3:4], doc[5:6]]
+    doc = nlp(doc)
+    assert [s._.assertion for s in doc.spans[KEY]] == ["negated"] * 5
+
+
+def test_ten_thousand_chunks_in_one_doc():
+    nlp = concept_nlp("en")
+    doc = nlp.make_doc("No fever. Cough. " * 5000)
+    doc.spans[KEY] = [doc[i:i + 1] for i in range(len(doc)) if doc[i].text in ("fever", "Cough")]
+    assert len(doc.spans[KEY]) == 10000
+    doc = nlp(doc)
+    labels = [s._.assertion for s in doc.spans[KEY]]
+    assert labels == ["negated", "affirmed"] * 5000
+
+
+def test_ten_thousand_chunks_without_sentences():
+    nlp = spacy.blank("en")
+    nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    doc = nlp.make_doc("no fever but cough " * 5000)
+    doc.spans[KEY] = [doc[i:i + 1] for i in range(len(doc)) if doc[i].text in ("fever", "cough")]
+    labels = [s._.assertion for s in nlp(doc).spans[KEY]]
+    assert labels == ["negated", "affirmed"] * 5000
+
+
+WORDS = ["no", "fever", "denies", "cough", "but", "rash", "history", "of", "possible", "normal",
+         "mother", ",", ".", "  ", "\n", "NEGATIVE", "for", "IMPRESSION:", "if", "x"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=40), st.data())
+def test_every_span_gets_a_consistent_label(words, data):
+    nlp = concept_nlp("en")
+    text = " ".join(words)
+    doc = nlp.make_doc(text)
+    n = len(doc)
+    spans = []
+    for _ in range(data.draw(st.integers(0, 6))):
+        start = data.draw(st.integers(0, n - 1))
+        end = data.draw(st.integers(start + 1, n))
+        spans.append(doc[start:end])
+    doc.spans[KEY] = spans
+    doc = nlp(doc)
+    for span in doc.spans[KEY]:
+        assert span._.assertion in attrs.ASSERTION_LABELS
+        flags = {label for label in PRECEDENCE if getattr(span._, f"is_{label}")}
+        if span._.assertion == "affirmed":
+            assert not flags and span._.assertion_cues == []
+        else:
+            assert span._.assertion in flags
+            assert span._.assertion == next(label for label in PRECEDENCE if label in flags)
+            assert span._.assertion_cues
+        for cue in span._.assertion_cues:
+            assert doc.text[cue["start_char"]:cue["end_char"]] == cue["text"]

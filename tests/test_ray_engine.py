@@ -1,0 +1,135 @@
+"""Ray Data engine on a local Ray instance (loopback only): identity, errors, kill and resume."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, requires_shared_data
+from corpus_helpers import (
+    GATE_DOC,
+    POISON,
+    gsc_documents,
+    read_errors,
+    read_output,
+    reference_records,
+    write_code_and_config,
+    write_shards,
+)
+from spacy_clinchunk.corpus import run_corpus
+
+ray = pytest.importorskip("ray")
+pytestmark = [requires_shared_data(), pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One local Ray instance for every test here; nothing listens beyond loopback."""
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ray_corpus")
+    docs = gsc_documents()
+    assert len(docs) >= 200
+    inputs = root / "in"
+    write_shards(inputs, docs, 8)
+    with open(inputs / "part-002.jsonl", "a", encoding="utf-8") as out:
+        out.write(json.dumps(POISON) + "\n")
+    (inputs / "empty.jsonl").write_text("", encoding="utf-8")
+    (inputs / "latin1.txt").write_bytes("Fi\xe8vre.".encode("latin-1"))
+    files = write_code_and_config(root / "code")
+    reference = reference_records(files["config"], files["code"], docs + [POISON])
+    return {"inputs": inputs, "docs": docs, "reference": reference, **files}
+
+
+def test_ray_run_matches_plain_pipeline_and_records_errors(ray_cluster, corpus, tmp_path):
+    out = tmp_path / "out"
+    result = run_corpus(
+        corpus["config"], [corpus["inputs"]], out, engine="ray", workers=2, batch_size=16, code=str(corpus["code"])
+    )
+    assert read_output(out) == corpus["reference"]
+    errors = read_errors(out)
+    assert set(errors) == {"poisoned", "latin1"}
+    assert "poisoned document" in errors["poisoned"]["error"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["totals"]["docs"] == len(corpus["reference"]) == result.docs
+    assert manifest["totals"]["shards"] == 10 and manifest["shards"]["empty"]["docs"] == 0
+    assert manifest["runs"][-1]["engine"] == "ray"
+    assert sum(w["docs"] for w in result.worker_stats.values()) == len(corpus["reference"]) + 2  # + poisoned, latin1
+    assert all(w["max_rss_mb"] > 0 for w in result.worker_stats.values())
+
+    # the same shards from the local engine are byte-identical
+    local = tmp_path / "local"
+    run_corpus(corpus["config"], [corpus["inputs"]], local, engine="local", code=str(corpus["code"]))
+    for path in sorted((out / "shards").iterdir()):
+        assert path.read_bytes() == (local / "shards" / path.name).read_bytes(), path.name
+
+
+def test_ray_docbin_output(ray_cluster, corpus, tmp_path):
+    import spacy
+    from spacy.tokens import DocBin
+
+    from spacy_clinchunk.records import doc_to_record
+
+    out = tmp_path / "out"
+    run_corpus(corpus["config"], [corpus["inputs"]], out, engine="ray", workers=2, fmt="docbin", code=str(corpus["code"]))
+    vocab = spacy.blank("en").vocab
+    records = {}
+    for path in (out / "shards").glob("*.spacy"):
+        records.update({d._.doc_id: doc_to_record(d) for d in DocBin().from_disk(path).get_docs(vocab)})
+    assert records == corpus["reference"]
+
+
+def test_killed_ray_driver_resumes_without_redoing_finished_shards(ray_cluster, corpus, tmp_path):
+    """A CLI driver joins the test cluster with --ray-address; kill -9 it half-way; rerun."""
+    inputs = tmp_path / "in"
+    write_shards(inputs, corpus["docs"], 8)
+    with open(inputs / "part-004.jsonl", "a", encoding="utf-8") as out:
+        out.write(json.dumps(GATE_DOC) + "\n")
+    corpus["gate"].write_text("hold", encoding="utf-8")
+    out = tmp_path / "out"
+    command = [
+        sys.executable, "-m", "spacy_clinchunk", "chunk", str(inputs), "--config", str(corpus["config"]),
+        "--code", str(corpus["code"]), "--output", str(out), "--engine", "ray", "--workers", "2",
+        "--ray-address", ray_cluster, "--batch-size", "8",
+    ]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        finished = {}
+        deadline = time.time() + 400
+        while time.time() < deadline and process.poll() is None:
+            try:
+                finished = json.loads((out / "manifest.json").read_text())["shards"]
+            except (OSError, ValueError):
+                finished = {}
+            if len(finished) >= 2:
+                break
+            time.sleep(0.2)
+        assert process.poll() is None, process.stderr.read().decode()[-3000:]
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        finished = json.loads((out / "manifest.json").read_text())["shards"]
+    finally:
+        if process.poll() is None:
+            process.kill()
+        corpus["gate"].unlink(missing_ok=True)
+    assert 2 <= len(finished) < 8 and "part-004" not in finished
+    written = {name: (out / entry["output"]).stat().st_mtime_ns for name, entry in finished.items()}
+
+    result = run_corpus(corpus["config"], [inputs], out, engine="ray", workers=2, code=str(corpus["code"]))
+    assert sorted(result.skipped) == sorted(finished)
+    assert "part-004" in result.processed and len(result.processed) + len(finished) == 8
+    assert {name: (out / "shards" / f"{name}.jsonl").stat().st_mtime_ns for name in finished} == written
+    expected = dict(corpus["reference"])
+    expected.pop("poisoned")
+    expected["gate"] = reference_records(corpus["config"], corpus["code"], [GATE_DOC])["gate"]
+    assert read_output(out) == expected
