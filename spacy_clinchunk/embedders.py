@@ -366,15 +366,20 @@ class StaticEmbedder(Embedder):
 
     def token_vectors(self, texts: Sequence[str]) -> List[TokenVectors]:
         model = self.model
-        encodings = model.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        texts = list(texts)
+        encodings = model.tokenizer.encode_batch(texts, add_special_tokens=False)
         unk = model.unk_token_id
         out: List[TokenVectors] = []
-        for encoding in encodings:
+        for text, encoding in zip(texts, encodings):
             ids = np.asarray(encoding.ids, dtype=np.int64)
             offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+            keep = np.asarray(encoding.attention_mask, dtype=bool) if len(ids) else np.zeros(0, dtype=bool)
             if unk is not None and len(ids):
-                keep = ids != unk
-                ids, offsets = ids[keep], offsets[keep]
+                keep &= ids != unk
+            ids, offsets = ids[keep], offsets[keep]
+            for row in offsets:  # byte-level tokenizers fold the preceding space into the token
+                while row[0] < row[1] and text[row[0]].isspace():
+                    row[0] += 1
             if len(ids):
                 vectors = np.asarray(model._encode_helper(ids.tolist()), dtype=np.float32)
             else:
@@ -399,9 +404,12 @@ def _load_static(path: str) -> Any:
     except ImportError as err:
         raise EmbedderError("StaticEmbedder needs model2vec: pip install 'spacy-clinchunk[static]'") from err
     try:
-        return StaticModel.from_pretrained(path)
+        model = StaticModel.from_pretrained(path)
     except Exception as err:
         raise EmbedderError(f"cannot load static embedding model from '{path}': {err}") from err
+    # a distilled tokenizer.json may carry a padding setting: padding ids would enter the mean
+    model.tokenizer.no_padding()
+    return model
 
 
 def _distill(source: str, name: str, pca_dims: int, target: Path) -> None:

@@ -83,7 +83,7 @@ def connect(address: Optional[str], timeout: float = 10.0) -> bool:
 
 
 class ChunkActor:
-    """A Ray Data actor: loads the pipeline once, then chunks batches of document rows."""
+    """A Ray Data actor: loads the pipeline once, then reads and chunks one shard per call."""
 
     def __init__(self, spec: PipelineSpec, fmt: str, spans_key: str, batch_size: int, threads: int = 1) -> None:
         for name in THREAD_ENV:
