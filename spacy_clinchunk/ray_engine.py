@@ -35,7 +35,7 @@ logger = logging.getLogger("spacy_clinchunk")
 
 DEFAULT_GCS_PORT = 6379
 DEFAULT_CLIENT_PORT = 10001
-COLUMNS = ("shard", "seq", "total", "id", "source", "payload", "chunks", "error", "pid", "max_rss_mb")
+COLUMNS = ("shard", "seq", "total", "id", "source", "payload", "chunks", "error", "pid", "max_rss_mb", "seconds")
 
 
 def probe_address(address: str, timeout: float) -> None:
@@ -107,8 +107,8 @@ class ChunkActor:
         empty = "" if self.fmt == "jsonl" else b""
         for name, sources in zip(batch["name"], batch["sources"]):
             shard = Shard(str(name), [str(s) for s in sources])
+            started = time.time()
             items = read_shard(shard)
-            self._append(out, shard.name, -1, len(items), "", "", empty, 0, "")
             for item, doc, error in process_items(self.nlp, items, n_process=1, batch_size=self.batch_size):
                 payload, chunks = empty, 0
                 if doc is not None:
@@ -116,19 +116,23 @@ class ChunkActor:
                     if self.fmt == "jsonl":
                         payload = json.dumps(payload, ensure_ascii=False)
                 self._append(out, shard.name, item.seq, len(items), item.id, item.source, payload, chunks, error or "")
+            # the header (document count, time taken) comes last; the driver waits for it
+            self._append(out, shard.name, -1, len(items), "", "", empty, 0, "", time.time() - started)
         columns = {name: numpy.array(values, dtype=object) for name, values in out.items()}
         for name in ("seq", "total", "chunks", "pid"):
             columns[name] = numpy.array(out[name], dtype=numpy.int64)
-        columns["max_rss_mb"] = numpy.array(out["max_rss_mb"], dtype=numpy.float64)
+        for name in ("max_rss_mb", "seconds"):
+            columns[name] = numpy.array(out[name], dtype=numpy.float64)
         return columns
 
-    def _append(self, out, shard, seq, total, doc_id, source, payload, chunks, error) -> None:
+    def _append(self, out, shard, seq, total, doc_id, source, payload, chunks, error, seconds=0.0) -> None:
         import resource
 
         values = (shard, seq, total, doc_id, source, payload, chunks, error, self.pid)
         for name, value in zip(COLUMNS, values):
             out[name].append(value)
         out["max_rss_mb"].append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        out["seconds"].append(seconds)
 
 
 def run_ray(
@@ -194,7 +198,7 @@ def _collect(dataset, shards: Sequence[Shard], output: CorpusOutput, on_written)
             seq = int(row["seq"])
             if seq < 0:
                 result.total = int(row["total"])
-                result.started = time.time()
+                result.started = time.time() - float(row["seconds"])  # the shard's time in its actor
             else:
                 error = str(row["error"]) or None
                 result.add(seq, str(row["id"]), str(row["source"]), row["payload"], int(row["chunks"]), error)
