@@ -13,7 +13,7 @@ from spacy.util import ensure_path
 from . import attrs
 from .resources_io import Override, ResourceError, build_resources, resolve_language
 from .resources_io import load_word_list
-from .spans import Abbreviations, Range, current_ranges, write_group
+from .spans import Abbreviations, Range, current_ranges, doc_text, write_group
 
 RESOURCES_FILE = "resources.json"
 
@@ -83,7 +83,7 @@ class ChunkRefiner(Pipe):
         self._raise_pending()
         error_handler = self.get_error_handler()
         try:
-            text = doc.text
+            text = doc_text(doc)
             refined: List[Range] = []
             for start, end in current_ranges(doc, self.spans_key, self.abbreviation_rule, text):
                 refined.extend(self.refine(text, start, end))

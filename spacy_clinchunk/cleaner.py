@@ -17,6 +17,7 @@ from .spans import Range, _LIST_MARKER, strip_range
 
 FACTORY = "clin_cleaner"
 _WORD = re.compile(r"\S+")
+_ALNUM = re.compile(r"[^\W_]")
 _EDGE_PUNCT = "\"'`.,;:!?()[]{}<>«»“”‘’„-–—*•·/\\"
 
 
@@ -123,17 +124,21 @@ class ChunkCleaner(ChunkRefiner):
         return normalize_word(text[bounds[0]:bounds[1]])
 
     def _low_value(self, text: str, words: List[Tuple[int, int]]) -> bool:
-        normalized = [normalize_word(text[s:e]) for s, e in words]
-        if any(w in self.negations for w in normalized) and len(normalized) > 1:
-            return False
-        content = [w for w in normalized if w and any(c.isalnum() for c in w)]
-        if not content:
-            return True  # punctuation only
-        if all(w in self.low_value for w in content):
-            return True
-        if len(words) <= self.short_max_words:
-            return all(w in self.filler or w.isdigit() for w in content)
-        return False
+        """Only low-value words (any length), only filler (short chunks), or no letters at all.
+
+        A negation word keeps a multi-word chunk. Stops at the first content word.
+        """
+        many = len(words) > 1
+        short = len(words) <= self.short_max_words
+        for s, e in words:
+            word = normalize_word(text[s:e])
+            if many and word in self.negations:
+                return False
+            if not word or not _ALNUM.search(word) or word in self.low_value:
+                continue
+            if not short or (word not in self.filler and not word.isdigit()):
+                return False
+        return True
 
     def _state(self):
         state = super()._state()

@@ -21,7 +21,7 @@ import os
 import re
 import time
 from collections import deque
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -687,7 +687,8 @@ def run_local(
         if on_written is not None:
             on_written(entry)
 
-    with worker_environment(threads=1, spawn=workers > 1):
+    # one process: leave threads alone; several: spawned workers with one thread each
+    with worker_environment(threads=1) if workers > 1 else nullcontext():
         for item, doc, error in process_items(nlp, items(), n_process=workers, batch_size=batch_size):
             result = results[item.shard]
             payload, chunks = (None, 0) if doc is None else serialize(doc, item.id, output.fmt, output.spans_key)

@@ -7,6 +7,7 @@ a chunk, and paragraph breaks and list/header line breaks are hard boundaries.
 from __future__ import annotations
 
 import re
+import weakref
 from bisect import bisect_left, bisect_right
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -25,6 +26,20 @@ _SENTENCE_END = re.compile(r"[.!?;:][\"')\]]*[^\S\n]*$")
 _DOTTED_ABBREVIATION = re.compile(r"^(?:[^\W\d_]{1,2}\.){2,}$")  # b.i.d. A.B. z.B. p.o.
 _INITIAL = re.compile(r"^[^\W\d_]\.$")
 _LABEL_LINE = re.compile(r"[^\S\n]*[^\W\d_][^\W_]*(?:[^\S\n][^\W\d_][^\W_]*){0,3}:[^\S\n]+\S")
+
+
+_TEXT_CACHE: "weakref.WeakKeyDictionary[Doc, str]" = weakref.WeakKeyDictionary()
+
+
+def doc_text(doc: Doc) -> str:
+    """``doc.text``, computed once per doc (spaCy rebuilds it from tokens on every access)."""
+    try:
+        return _TEXT_CACHE[doc]
+    except KeyError:
+        text = _TEXT_CACHE[doc] = doc.text
+        return text
+    except TypeError:  # not weak-referenceable in some spaCy build
+        return doc.text
 
 
 class Abbreviations:
@@ -48,7 +63,7 @@ class TokenIndex:
 
     def __init__(self, doc: Doc, text: Optional[str] = None) -> None:
         self.doc = doc
-        self.text = doc.text if text is None else text  # doc.text is rebuilt on every access
+        self.text = doc_text(doc) if text is None else text
         if len(doc):
             table = doc.to_array([IDX, LENGTH])
             self.starts = table[:, 0].tolist()
@@ -130,7 +145,7 @@ def seed_ranges(doc: Doc, abbreviations: Optional[Abbreviations] = None, text: O
     Sentence boundaries that a rule-based sentencizer put after an abbreviation
     ("81 mg p.o. | daily") are undone when the next sentence starts in lower case.
     """
-    text = doc.text if text is None else text
+    text = doc_text(doc) if text is None else text
     if len(doc) and doc.has_annotation("SENT_START"):
         units = [(s.start_char, s.end_char) for s in doc.sents]
         if abbreviations is not None:
@@ -170,7 +185,7 @@ def current_ranges(
     doc: Doc, spans_key: str, abbreviations: Optional[Abbreviations] = None, text: Optional[str] = None
 ) -> List[Range]:
     """Ranges of the existing chunk group, or seeded ones when the group is absent."""
-    text = doc.text if text is None else text
+    text = doc_text(doc) if text is None else text
     if spans_key in doc.spans:
         ranges: List[Range] = []
         for span in doc.spans[spans_key]:
