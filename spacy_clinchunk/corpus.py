@@ -18,6 +18,7 @@ import json
 import logging
 import multiprocessing
 import os
+import pickle
 import re
 import time
 from collections import deque
@@ -234,12 +235,40 @@ def process_items(
                 yield rerun_alone(nlp, item)
 
     stream = nlp.pipe(feed(), as_tuples=True, batch_size=max(1, batch_size), n_process=max(1, n_process))
-    for doc, context in stream:
-        yield from settle(tuple(context))
-        item, _ = pending.popleft()
-        error = doc.user_data.get(ERROR_MARK)
-        yield item, (None if error else doc), error
+    with picklable_extensions(n_process > 1):
+        for doc, context in stream:
+            yield from settle(tuple(context))
+            item, _ = pending.popleft()
+            error = doc.user_data.get(ERROR_MARK)
+            yield item, (None if error else doc), error
     yield from settle(None)
+
+
+@contextmanager
+def picklable_extensions(active: bool) -> Iterator[None]:
+    """Hide extension attributes that cannot be pickled while spaCy starts worker processes.
+
+    ``nlp.pipe(n_process=N)`` sends every registered extension to its workers; medspaCy
+    registers lambda getters, so a process that imported medspaCy could not start
+    workers at all. The workers re-register those when they import medspaCy themselves.
+    """
+    if not active:
+        yield
+        return
+    from spacy.tokens.underscore import Underscore
+
+    hidden = []
+    for table in (Underscore.doc_extensions, Underscore.span_extensions, Underscore.token_extensions):
+        for name, value in list(table.items()):
+            try:
+                pickle.dumps(value)
+            except Exception:
+                hidden.append((table, name, table.pop(name)))
+    try:
+        yield
+    finally:
+        for table, name, value in hidden:
+            table.setdefault(name, value)
 
 
 def rerun_alone(nlp, item: WorkItem) -> Tuple[WorkItem, Any, Optional[str]]:

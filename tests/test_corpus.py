@@ -240,3 +240,22 @@ def test_top_level_import():
     import spacy_clinchunk
 
     assert spacy_clinchunk.run_corpus is run_corpus
+
+
+def test_workers_with_medspacy_imported_and_an_assertion_pipeline(tmp_path):
+    """medspaCy registers unpicklable extension getters; spawned workers must still start."""
+    import medspacy  # noqa: F401  (the condition under test: medspaCy already imported here)
+
+    inputs = tmp_path / "in"
+    write_shards(inputs, gsc_documents()[:24], 2)
+    config = CONFIG_DIR / "assertion.cfg"
+    single = tmp_path / "single"
+    multi = tmp_path / "multi"
+    run_corpus(config, [inputs], single, workers=1)
+    run_corpus(config, [inputs], multi, workers=2)
+    records = read_output(multi)
+    assert records == read_output(single)
+    statuses = {c["assertion"] for r in records.values() for c in r["chunks"]}
+    assert "affirmed" in statuses and statuses <= {
+        "affirmed", "negated", "normal", "uncertain", "historical", "hypothetical", "family"
+    }
