@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-test run test bench wheel-check clean
+.PHONY: install install-test run test bench bench-all clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,13 @@ test: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-test
 	$(PY) bench/structural.py
+	$(PY) bench/assertion.py
+	$(PY) bench/evaluate_configs.py
+
+bench-all: bench
+	$(PY) bench/semantic_window.py
+	$(PY) bench/llm_context.py
+	$(PY) bench/scale.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
