@@ -73,8 +73,8 @@ def main() -> None:
         rows.append(("max_concurrency=8, cold cache",) + run(build(server.url, 8, cache), texts, server))
         rows.append(("rerun, warm cache",) + run(build(server.url, 8, cache), texts, server))
     print(f"clin_llm_context against the loopback server, {args.latency * 1000:.0f} ms per call\n")
-    print(f"| run | chunks | LLM calls | cache hits | failures | wall time (s) | speed-up |")
-    print(f"|---|---:|---:|---:|---:|---:|---:|")
+    print("| run | chunks | LLM calls | cache hits | failures | wall time (s) | speed-up |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     baseline = rows[0][-1]
     for name, chunks, calls, hits, failures, seconds in rows:
         print(f"| {name} | {chunks} | {calls} | {hits} | {failures} | {seconds:.2f} | {baseline / seconds:.1f}x |")

@@ -7,7 +7,7 @@ belongs to neither chunk.
 """
 
 import re
-from typing import Dict, Iterable, List, Mapping, Optional
+from typing import Dict, Iterable, List, Optional
 
 from spacy.language import Language
 
@@ -26,7 +26,7 @@ _ORDINAL = re.compile(r"^\d{1,4}\.$")
 @Language.factory(
     FACTORY,
     default_config={"spans_key": attrs.CHUNKS_KEY, "language": None, "overrides": {}},
-    assigns=[f"doc.spans"],
+    assigns=["doc.spans"],
 )
 def make_punct_splitter(
     nlp: Language,

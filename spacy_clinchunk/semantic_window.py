@@ -17,7 +17,6 @@ over each window (prefix sums), which costs one pass over the text instead of
 
 import logging
 import re
-from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np

@@ -35,3 +35,12 @@ def chunk_texts(doc, key="clin_chunks"):
 
 def requires_shared_data():
     return pytest.mark.skipif(not GSC_DIR.is_dir(), reason="../shared/data not present")
+
+
+@pytest.fixture(scope="module")
+def module_server():
+    """A loopback Ollama/OpenAI-compatible test server, one per test module."""
+    from llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        yield server

@@ -47,8 +47,3 @@ class TopicEmbedder(Embedder):
 @registry.misc("test.TopicEmbedder.v1")
 def topic_embedder_v1(model: str = "", device: str = "", batch_size: int = 0, normalize: bool = True) -> TopicEmbedder:
     return TopicEmbedder()
-
-
-@registry.misc("test.TopicEmbedder.v1")
-def topic_embedder_v1(model: str = "", device: str = "", batch_size: int = 0, normalize: bool = True) -> TopicEmbedder:
-    return TopicEmbedder()

@@ -8,7 +8,7 @@ import pytest
 from spacy.util import registry
 
 from conftest import ROOT
-from spacy_clinchunk import embedders
+from spacy_clinchunk import embedders  # noqa: F401
 from spacy_clinchunk.embedders import (
     EmbedderError,
     SentenceTransformerEmbedder,

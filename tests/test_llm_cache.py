@@ -5,10 +5,8 @@ import sys
 import threading
 import textwrap
 
-import pytest
 from spacy.util import registry
 
-from conftest import ROOT
 from llm_server import FakeLLMServer
 from spacy_clinchunk.llm_cache import SQLiteCache, cache_key, default_cache_path, resolve_cache_path
 

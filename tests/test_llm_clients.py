@@ -4,16 +4,10 @@ import logging
 import pytest
 from spacy.util import registry
 
-from llm_server import FakeLLMServer, answer_for, refused_url
+from llm_server import answer_for, refused_url
 from spacy_clinchunk.llm_clients import HeuristicContext, PermanentLLMError, TransientLLMError
 
 PROMPT = "Document context:\nNote.\n\nChunk to contextualize:\nPatient denies chest pain today.\n\nProvide ONLY the context:"
-
-
-@pytest.fixture(scope="module")
-def module_server():
-    with FakeLLMServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CONFIG_DIR, ROOT
-from llm_server import FakeLLMServer, answer_for, chunk_of, refused_url
+from llm_server import answer_for, refused_url
 from spacy_clinchunk.llm_context import LLMContextError, clean_context
 from spacy_clinchunk.tokens import count_tokens, get_encoding
 
@@ -34,12 +34,6 @@ def make_note(sentences, seed=0):
         words = [rng.choice(WORDS) for _ in range(rng.randint(5, 14))]
         parts.append(" ".join(words).capitalize() + ". ")
     return "".join(parts).strip() + "\n"
-
-
-@pytest.fixture(scope="module")
-def module_server():
-    with FakeLLMServer() as server:
-        yield server
 
 
 @pytest.fixture

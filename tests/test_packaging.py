@@ -5,7 +5,6 @@ import subprocess
 import sys
 import textwrap
 import venv
-from pathlib import Path
 
 import pytest
 
@@ -42,7 +41,6 @@ def test_decorated_factories_and_functions_equal_entry_points():
     import importlib
     import pkgutil
 
-    import spacy
     import spacy_clinchunk
     from spacy.util import registry
 

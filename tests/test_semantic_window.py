@@ -1,5 +1,4 @@
 """clin_semantic_window: split rule, merging, batching, offsets, serialization, real model."""
-import json
 import re
 import subprocess
 import sys
@@ -11,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spacy_clinchunk import attrs
-from spacy_clinchunk.embedders import Embedder, EmbedderError, loaded_models
+from spacy_clinchunk.embedders import EmbedderError, loaded_models
 from spacy_clinchunk.pipeline import load_pipeline
 from spacy_clinchunk.resources_io import SUPPORTED_LANGUAGES, load_word_list
 from spacy_clinchunk.semantic_window import SemanticWindow
-from semantic_doubles import TopicEmbedder
+from semantic_doubles import TopicEmbedder  # noqa: F401  (registers test.TopicEmbedder.v1)
 
 from conftest import CONFIG_DIR, ROOT, chunk_texts
 

@@ -1,7 +1,6 @@
 """``evaluate``: score a chunking pipeline against annotated documents (one table per corpus)."""
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
