@@ -412,12 +412,32 @@ def _load_static(path: str) -> Any:
     return model
 
 
+def _silence_model2vec_progress() -> Callable[[], None]:
+    """model2vec's distillation draws a tqdm bar on stderr; keep our output clean."""
+    try:
+        from functools import partial
+
+        from model2vec.distill import inference
+    except Exception:
+        return lambda: None
+    original = getattr(inference, "tqdm", None)
+    if original is None:
+        return lambda: None
+    inference.tqdm = partial(original, disable=True)
+
+    def restore() -> None:
+        inference.tqdm = original
+
+    return restore
+
+
 def _distill(source: str, name: str, pca_dims: int, target: Path) -> None:
     try:
         from model2vec.distill import distill
     except ImportError as err:
         raise EmbedderError("StaticEmbedder needs model2vec[distill]: pip install 'spacy-clinchunk[static]'") from err
     logger.info("distilling static embeddings from %s into %s (once)", name, target)
+    restore = _silence_model2vec_progress()
     try:
         static = distill(model_name=source, pca_dims=pca_dims, device="cpu")
     except Exception as err:
@@ -425,6 +445,8 @@ def _distill(source: str, name: str, pca_dims: int, target: Path) -> None:
             f"cannot distil static embeddings from '{name}' offline ({type(err).__name__}: {str(err)[:200]}); "
             "give distill_from a local model directory or model = a saved model2vec directory"
         ) from err
+    finally:
+        restore()
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     partial = target.with_name(target.name + f".tmp{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
