@@ -59,6 +59,21 @@ def write_shards(folder: Path, docs: List[Dict[str, str]], n_shards: int) -> Lis
     return paths
 
 
+def build_corpus(root: Path, n_shards: int, poison_shard: int, text_files: Dict[str, bytes]) -> Dict:
+    """GSC+ documents in JSONL shards, POISON appended to one shard, an empty shard and extra files."""
+    docs = gsc_documents()
+    assert len(docs) >= 200
+    inputs = root / "in"
+    write_shards(inputs, docs, n_shards)
+    with open(inputs / f"part-{poison_shard:03d}.jsonl", "a", encoding="utf-8") as out:
+        out.write(json.dumps(POISON) + "\n")
+    (inputs / "empty.jsonl").write_text("", encoding="utf-8")
+    for name, data in text_files.items():
+        (inputs / name).parent.mkdir(parents=True, exist_ok=True)
+        (inputs / name).write_bytes(data)
+    return {"root": root, "inputs": inputs, "docs": docs, **write_code_and_config(root / "code")}
+
+
 def write_code_and_config(folder: Path) -> Dict[str, Path]:
     """A copy of punct_conj_cleaned.cfg with the test components appended."""
     folder.mkdir(parents=True, exist_ok=True)

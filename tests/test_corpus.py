@@ -13,11 +13,11 @@ from conftest import CONFIG_DIR, ROOT, requires_shared_data
 from corpus_helpers import (
     GATE_DOC,
     POISON,
+    build_corpus,
     gsc_documents,
     read_errors,
     read_output,
     reference_records,
-    write_code_and_config,
     write_shards,
 )
 from spacy_clinchunk.cli import main as cli_main
@@ -30,22 +30,16 @@ STRUCTURAL = CONFIG_DIR / "punct_conj_cleaned.cfg"
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """228 GSC+ documents in 10 JSONL shards, a poisoned document, a non-UTF-8 note and an empty shard."""
-    root = tmp_path_factory.mktemp("corpus")
-    docs = gsc_documents()
-    assert len(docs) >= 200
-    inputs = root / "in"
-    write_shards(inputs, docs, 10)
-    with open(inputs / "part-003.jsonl", "a", encoding="utf-8") as out:
-        out.write(json.dumps(POISON) + "\n")
-    (inputs / "empty.jsonl").write_text("", encoding="utf-8")
-    notes = inputs / "notes"
-    notes.mkdir()
-    (notes / "good.txt").write_text("No acute distress. Lungs clear, heart regular.", encoding="utf-8")
-    (notes / "latin1.txt").write_bytes("Fi\xe8vre, pas de toux.".encode("latin-1"))
-    files = write_code_and_config(root / "code")
-    all_docs = docs + [POISON, {"id": "good", "text": (notes / "good.txt").read_text(encoding="utf-8")}]
-    reference = reference_records(files["config"], files["code"], all_docs)
-    return {"root": root, "inputs": inputs, "docs": all_docs, "reference": reference, **files}
+    good = "No acute distress. Lungs clear, heart regular."
+    built = build_corpus(
+        tmp_path_factory.mktemp("corpus"),
+        n_shards=10,
+        poison_shard=3,
+        text_files={"notes/good.txt": good.encode("utf-8"), "notes/latin1.txt": "Fi\xe8vre, pas de toux.".encode("latin-1")},
+    )
+    built["docs"] = built["docs"] + [POISON, {"id": "good", "text": good}]
+    built["reference"] = reference_records(built["config"], built["code"], built["docs"])
+    return built
 
 
 def check_complete(out_dir, corpus):

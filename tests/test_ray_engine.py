@@ -12,11 +12,10 @@ from conftest import ROOT, requires_shared_data
 from corpus_helpers import (
     GATE_DOC,
     POISON,
-    gsc_documents,
+    build_corpus,
     read_errors,
     read_output,
     reference_records,
-    write_code_and_config,
     write_shards,
 )
 from spacy_clinchunk.corpus import run_corpus
@@ -37,18 +36,11 @@ def ray_cluster():
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ray_corpus")
-    docs = gsc_documents()
-    assert len(docs) >= 200
-    inputs = root / "in"
-    write_shards(inputs, docs, 8)
-    with open(inputs / "part-002.jsonl", "a", encoding="utf-8") as out:
-        out.write(json.dumps(POISON) + "\n")
-    (inputs / "empty.jsonl").write_text("", encoding="utf-8")
-    (inputs / "latin1.txt").write_bytes("Fi\xe8vre.".encode("latin-1"))
-    files = write_code_and_config(root / "code")
-    reference = reference_records(files["config"], files["code"], docs + [POISON])
-    return {"inputs": inputs, "docs": docs, "reference": reference, **files}
+    built = build_corpus(
+        tmp_path_factory.mktemp("ray_corpus"), n_shards=8, poison_shard=2, text_files={"latin1.txt": "Fi\xe8vre.".encode("latin-1")}
+    )
+    built["reference"] = reference_records(built["config"], built["code"], built["docs"] + [POISON])
+    return built
 
 
 def test_ray_run_matches_plain_pipeline_and_records_errors(ray_cluster, corpus, tmp_path):
