@@ -46,10 +46,14 @@ SPAN_EXTENSIONS: Dict[str, Any] = {
     "token_count": None,
     "context": None,
     "enriched_text": None,
+    # medspaCy sectionizer (or our header detection): the section a chunk stands in
+    "section": None,
 }
 
 DOC_EXTENSIONS: Dict[str, Any] = {
     "doc_id": None,
+    "source": None,  # path (or "stdin") the document was read from
+    "unlocated_annotations": None,  # annotations asserted for the document but not located in its text
     "llm_usage": None,
     "llm_context_failures": 0,
 }
