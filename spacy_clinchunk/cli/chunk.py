@@ -19,6 +19,8 @@ STAGE_FLAGS = {
 
 
 def add_parser(subparsers: Any) -> None:
+    from ..records import RECORD_FORMATS
+
     parser = subparsers.add_parser(
         "chunk",
         help="chunk documents with a pipeline",
@@ -33,9 +35,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--lang", default=None, help="language code (en, de, es, fr, nl); overrides the config")
     parser.add_argument(
         "--format",
-        choices=("table", "jsonl", "docbin"),
+        choices=("table", "jsonl", "docbin", *RECORD_FORMATS),
         default=None,
-        help="table | jsonl for one output file (default table); jsonl | docbin for corpus runs (default jsonl)",
+        help="table | jsonl for one output file (default table); jsonl | docbin for corpus runs (default jsonl); "
+        "records (one chunk per JSON line) | parquet | hf (a Hugging Face dataset directory): chunk records",
     )
     parser.add_argument(
         "--output", "-o", default=None, help="write here instead of stdout (with --engine: the output directory)"
@@ -125,7 +128,8 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     except InputError as err:
         raise CLIError(str(err)) from err
     nlp = load_nlp(args, extra)
-    out = _open_output(args.output)
+    sink = _record_sink(args)
+    out = _open_output(args.output) if sink is None else None
     failures = 0
     usages = []  # Doc._.llm_usage of clin_llm_context, summed at the end
     try:
@@ -138,11 +142,16 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
                 failures += 1
                 print(f"error: {item.id}: {error}", file=sys.stderr)
                 continue
-            write_doc(out, args.format, item.id, doc, args.spans_key)
+            if sink is not None:
+                _write_records(sink, doc, args.spans_key)
+            else:
+                write_doc(out, args.format, item.id, doc, args.spans_key)
             if doc.has_extension("llm_usage") and doc._.llm_usage:
                 usages.append(doc._.llm_usage)
     finally:
-        if out is not sys.stdout:
+        if sink is not None:
+            sink.close()
+        if out is not None and out is not sys.stdout:
             out.close()
     if usages:
         _print_llm_usage(usages)
@@ -160,6 +169,27 @@ def _progress(args: argparse.Namespace, sources: List[str]):
     from tqdm import tqdm
 
     return tqdm(unit="doc", file=sys.stderr, desc="chunking")
+
+
+def _record_sink(args: argparse.Namespace):
+    """A chunk-record writer (records.RECORD_FORMATS) when ``--format`` names one, else None."""
+    from ..records import RECORD_FORMATS, RecordError, open_sink
+
+    if args.format not in RECORD_FORMATS:
+        return None
+    try:
+        return open_sink(args.format, args.output)
+    except (RecordError, OSError) as err:
+        raise CLIError(str(err)) from err
+
+
+def _write_records(sink, doc, spans_key: str) -> None:
+    from ..records import RecordError, chunk_records
+
+    try:
+        sink.write(chunk_records(doc, spans_key))
+    except RecordError as err:
+        raise CLIError(str(err)) from err
 
 
 def _open_output(path: Optional[str]) -> TextIO:
@@ -232,7 +262,7 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
 
     if not args.output:
         raise CLIError("--engine needs --output OUT_DIR")
-    if args.format == "table":
+    if args.format not in (None, "jsonl", "docbin"):
         raise CLIError("corpus runs write --format jsonl or docbin")
     if args.paths == ["-"] or "-" in args.paths:
         raise CLIError("corpus runs read files, directories or globs, not stdin")

@@ -1,0 +1,170 @@
+"""One record model for every span group: stable ids, every field, JSONL / Parquet / HF datasets, CLI."""
+import json
+import os
+import stat
+
+import pytest
+import spacy
+from spacy.tokens import Span
+
+from spacy_clinchunk.attrs import register_extensions
+from spacy_clinchunk.cli import main
+from spacy_clinchunk.export import load_nlp
+from spacy_clinchunk.records import (
+    RECORD_FIELDS,
+    RECORD_FORMATS,
+    RecordError,
+    chunk_records,
+    doc_to_record,
+    document_id,
+    to_arrow,
+    to_dataset,
+    write_records,
+)
+
+NOTE = (
+    "HISTORY:\nThe patient reports chest pain since this morning. She denies fever or chills.\n"
+    "FAMILY HISTORY:\nHer mother had breast cancer.\n"
+    "PLAN:\nRule out pneumonia. Aspirin 81 mg daily.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    return load_nlp("assertion")
+
+
+def _doc(nlp, text=NOTE, doc_id="a/note.txt", source="notes/a/note.txt"):
+    register_extensions()
+    doc = nlp.make_doc(text)
+    doc._.doc_id = doc_id
+    doc._.source = source
+    return nlp(doc)
+
+
+def test_records_carry_offsets_ids_source_and_assertion(nlp):
+    doc = _doc(nlp)
+    records = chunk_records(doc)
+    assert len(records) == len(doc.spans["clin_chunks"]) > 3
+    for i, record in enumerate(records):
+        assert list(record) == list(RECORD_FIELDS)
+        assert record["text"] == NOTE[record["start"] : record["end"]]
+        assert record["id"] == f"a/note.txt:{record['start']}-{record['end']}"
+        assert (record["doc_id"], record["source"], record["index"]) == ("a/note.txt", "notes/a/note.txt", i)
+        assert record["assertion"] in {"affirmed", "negated", "family", "uncertain", "historical", "hypothetical", "normal"}
+    by_text = {r["text"]: r for r in records}
+    fever = next(r for t, r in by_text.items() if "fever" in t)
+    assert fever["assertion"] == "negated"
+    assert [c["text"].lower() for c in fever["assertion_cues"]] == ["denies"]
+    assert json.loads(json.dumps(records)) == records  # plain JSON values only
+
+
+def test_ids_are_stable_across_runs_and_unique_per_input(nlp):
+    first = [r["id"] for r in chunk_records(_doc(nlp))]
+    again = [r["id"] for r in chunk_records(_doc(load_nlp("assertion")))]
+    assert first == again and len(set(first)) == len(first)
+    other = [r["id"] for r in chunk_records(_doc(nlp, doc_id="b/note.txt"))]
+    assert not set(first) & set(other)
+
+
+def test_doc_without_id_gets_a_stable_hash_id():
+    nlp = spacy.blank("en")
+    register_extensions()
+    a, b, c = nlp("Same text."), nlp("Same text."), nlp("Other text.")
+    for doc in (a, b, c):
+        doc.spans["clin_chunks"] = [doc[0:2]]
+    assert document_id(a) == document_id(b) != document_id(c)
+    assert document_id(a).startswith("doc-")
+    assert chunk_records(a)[0]["id"] == f"{document_id(a)}:0-9"
+
+
+def test_unassessed_empty_missing_and_duplicate_spans():
+    nlp = spacy.blank("en")
+    register_extensions()
+    doc = nlp("No fever today.")
+    doc.spans["clin_chunks"] = [doc[0:2], doc[0:2]]
+    doc.spans["empty"] = []
+    records = chunk_records(doc)
+    assert [r["id"] for r in records] == [f"{document_id(doc)}:0-8", f"{document_id(doc)}:0-8#1"]
+    assert records[0]["assertion"] is None and records[0]["assertion_cues"] == [] and records[0]["attributes"] == {}
+    assert chunk_records(doc, "empty") == []
+    with pytest.raises(RecordError, match=r"no span group 'clin_rag_chunks' \(groups: clin_chunks, empty\)"):
+        chunk_records(doc, "clin_rag_chunks")
+
+
+def test_other_attributes_are_kept_and_unserializable_ones_rejected(tmp_path):
+    nlp = spacy.blank("en")
+    register_extensions()
+    doc = nlp("Seizures noted.")
+    span = Span(doc, 0, 1, label="HP")
+    span._.hpo_id = "HP:0001250"
+    doc.spans["annotations"] = [span]
+    record = chunk_records(doc, "annotations")[0]
+    assert record["label"] == "HP" and record["attributes"] == {"hpo_id": "HP:0001250"}
+    span = doc.spans["annotations"][0]
+    span._.hpo_label = {1, 2}  # a set: JSON cannot hold it
+    with pytest.raises(RecordError, match=r"field 'attributes' is not JSON-serializable"):
+        write_records([doc], "records", tmp_path / "out.jsonl", "annotations")
+
+
+def test_jsonl_parquet_and_dataset_hold_the_same_records(nlp, tmp_path):
+    import pyarrow.parquet as pq
+
+    datasets = pytest.importorskip("datasets")
+    docs = [_doc(nlp), _doc(nlp, text="No cough. Mild headache.", doc_id="b/note.txt")]
+    expected = [r for d in docs for r in chunk_records(d)]
+    assert set(RECORD_FORMATS) == {"records", "parquet", "hf"}
+    for fmt, name in (("records", "out.jsonl"), ("parquet", "out.parquet"), ("hf", "out_ds")):
+        assert write_records(docs, fmt, tmp_path / name) == len(expected)
+    lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == expected
+    rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    from_disk = datasets.load_from_disk(str(tmp_path / "out_ds")).to_list()
+    assert rows == from_disk == to_arrow(expected).to_pylist() == to_dataset(docs).to_list()
+    assert [(r["id"], r["text"], r["assertion"]) for r in rows] == [(r["id"], r["text"], r["assertion"]) for r in expected]
+    negated = next(r for r in rows if r["assertion"] == "negated")
+    assert negated["assertion_cues"][0]["start_char"] >= 0
+    for path in (tmp_path / "out.jsonl", tmp_path / "out.parquet", *(tmp_path / "out_ds").iterdir()):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+
+
+def test_empty_input_gives_empty_files_with_the_schema(tmp_path):
+    import pyarrow.parquet as pq
+
+    assert write_records([], "parquet", tmp_path / "empty.parquet") == 0
+    table = pq.read_table(tmp_path / "empty.parquet")
+    assert table.num_rows == 0 and table.column_names == list(RECORD_FIELDS)
+    with pytest.raises(RecordError, match="needs --output"):
+        write_records([], "parquet", None)
+
+
+def test_doc_to_record_keeps_its_shape(nlp):
+    record = doc_to_record(_doc(nlp))
+    assert record["id"] == "a/note.txt" and record["doc"] == {"source": "notes/a/note.txt"}
+    assert {"text", "start", "end", "assertion"} <= set(record["chunks"][0])
+
+
+@pytest.mark.parametrize("fmt,name", [("records", "out.jsonl"), ("parquet", "out.parquet"), ("hf", "out_ds")])
+def test_cli_writes_each_format(tmp_path, capsys, fmt, name):
+    import pyarrow.parquet as pq
+
+    note = tmp_path / "note.txt"
+    note.write_text(NOTE, encoding="utf-8")
+    out = tmp_path / name
+    assert main(["chunk", str(note), "--strategy", "assertion", "--format", fmt, "-o", str(out)]) == 0
+    if fmt == "records":
+        rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    elif fmt == "parquet":
+        rows = pq.read_table(out).to_pylist()
+    else:
+        rows = pytest.importorskip("datasets").load_from_disk(str(out)).to_list()
+    assert rows and all(r["text"] == NOTE[r["start"] : r["end"]] for r in rows)
+    assert any(r["assertion"] == "negated" for r in rows)
+    assert stat.S_IMODE(os.stat(out).st_mode) in (0o600, 0o700)
+
+
+def test_cli_parquet_to_stdout_is_one_line_error(tmp_path, capsys):
+    note = tmp_path / "note.txt"
+    note.write_text(NOTE, encoding="utf-8")
+    assert main(["chunk", str(note), "--strategy", "simple", "--format", "parquet"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --format parquet needs --output FILE.parquet"
