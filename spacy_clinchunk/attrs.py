@@ -15,6 +15,7 @@ RAG_CHUNKS_KEY = "clin_rag_chunks"  # token windows of clin_llm_context
 ANNOTATIONS_KEY = "annotations"  # evidence spans read from annotated documents
 VORONOI_KEY = "voronoi"  # Voronoi territories
 VORONOI_VARIANT_PREFIX = "voronoi_"  # + "0.50" etc.
+ASSERTION_VIEW_KEY = "clin_assertion_view"  # copy of a group labelled by assertion, for displaCy
 
 ASSERTION_LABELS = (
     "affirmed",

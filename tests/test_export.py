@@ -1,9 +1,11 @@
-"""to_records and to_chroma: seed-shaped records, real MiniLM embeddings, embedded Chroma."""
+"""to_records and to_chroma: seed-shaped records, real MiniLM embeddings, embedded Chroma, any span group."""
 import pytest
 import spacy
 
 import spacy_clinchunk
-from spacy_clinchunk.export import to_chroma, to_records
+from spacy_clinchunk.attrs import register_extensions
+from spacy_clinchunk.export import NO_ASSERTION, adapter_metadata, load_nlp, to_chroma, to_records, vector_metadata
+from spacy_clinchunk.records import RecordError, chunk_records
 
 NOTES = {
     "note_a": (
@@ -42,13 +44,14 @@ def test_to_records_has_the_seed_fields(docs):
     text = NOTES["note_a"]
     for i, record in enumerate(records):
         assert set(record) == {"id", "original_text", "context", "enriched_text", "start_offset", "end_offset", "token_count"}
-        assert record["id"] == f"note_a_chunk_{i}"
+        assert record["id"] == f"note_a:{record['start_offset']}-{record['end_offset']}"  # stable record id
         assert record["original_text"] == text[record["start_offset"] : record["end_offset"]]
         assert record["enriched_text"] == f"{record['context']}\n\n{record['original_text']}"
         assert 0 < record["token_count"] <= 24
     assert to_records(spacy.blank("en")("no group here")) == []
 
 
+@pytest.mark.slow
 def test_to_chroma_query_returns_the_chunk_first(docs, tmp_path):
     chromadb = pytest.importorskip("chromadb")
     from chromadb.config import Settings
@@ -64,8 +67,9 @@ def test_to_chroma_query_returns_the_chunk_first(docs, tmp_path):
     stored = collection.get(ids=[records[0]["id"]], include=["documents", "metadatas"])
     assert stored["documents"][0] == records[0]["enriched_text"]
     meta = stored["metadatas"][0]
-    assert meta["doc_id"] == "note_a" and meta["original_text"] == records[0]["original_text"]
-    assert (meta["start_offset"], meta["end_offset"]) == (records[0]["start_offset"], records[0]["end_offset"])
+    assert meta["doc_id"] == "note_a" and meta["text"] == records[0]["original_text"]
+    assert (meta["start"], meta["end"]) == (records[0]["start_offset"], records[0]["end_offset"])
+    assert meta["context"] == records[0]["context"] and meta["assertion"] == NO_ASSERTION
     for phrase, doc_id in (
         ("ST elevation in the inferior leads", "note_a"),
         ("persistent cough and wheezing worse at night", "note_b"),
@@ -73,7 +77,88 @@ def test_to_chroma_query_returns_the_chunk_first(docs, tmp_path):
     ):
         result = query_chroma(collection, phrase, embedder, n_results=3)
         best = result["metadatas"][0][0]
-        assert phrase.split()[0] in best["original_text"], (phrase, best["original_text"])
+        assert phrase.split()[0] in best["text"], (phrase, best["text"])
         assert best["doc_id"] == doc_id
     assert to_chroma(docs, collection, embedder) == added  # upsert: no duplicates
     assert collection.count() == added
+
+
+CLINIC = {
+    "a/note.txt": "HISTORY:\nShe denies fever or chills. Mild cough for three days.\n"
+    "PLAN:\nChest X-ray today.\n",
+    "b/note.txt": "ASSESSMENT:\nHigh fever since yesterday, 39.5 C. Productive cough.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def assertion_docs():
+    nlp = load_nlp("assertion")
+    register_extensions()
+    out = []
+    for doc_id, text in CLINIC.items():
+        doc = nlp.make_doc(text)
+        doc._.doc_id, doc._.source = doc_id, f"notes/{doc_id}"
+        out.append(nlp(doc))
+    return out
+
+
+def _collection(tmp_path, name):
+    chromadb = pytest.importorskip("chromadb")
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
+    return client.get_or_create_collection(name, embedding_function=None)  # never Chroma's downloading default
+
+
+@pytest.mark.slow
+def test_to_chroma_any_group_filters_out_negated_findings(assertion_docs, tmp_path):
+    from spacy_clinchunk.export import default_embedder, query_chroma
+
+    collection = _collection(tmp_path, "clin")
+    embedder = default_embedder()
+    records = [r for d in assertion_docs for r in chunk_records(d)]
+    assert to_chroma(assertion_docs, collection, embedder, spans_key="clin_chunks", batch_size=4) == len(records)
+    assert collection.count() == len(records)
+    stored = collection.get(ids=[r["id"] for r in records], include=["metadatas"])
+    by_id = dict(zip(stored["ids"], stored["metadatas"]))
+    for record in records:
+        meta = by_id[record["id"]]
+        assert (meta["doc_id"], meta["source"], meta["start"], meta["end"]) == (
+            record["doc_id"], record["source"], record["start"], record["end"])
+        assert meta["assertion"] == record["assertion"] and meta["section"] == ""
+    negated = [r for r in records if r["assertion"] == "negated"]
+    assert negated and "fever" in negated[0]["text"]
+    hits = query_chroma(collection, "fever", embedder, n_results=3)
+    assert "negated" in [m["assertion"] for m in hits["metadatas"][0]]  # unfiltered, the denial ranks high
+    hits = query_chroma(collection, "fever", embedder, n_results=len(records), where={"assertion": {"$ne": "negated"}})
+    kept = hits["metadatas"][0]
+    assert len(kept) == len(records) - len(negated)
+    assert all(m["assertion"] != "negated" for m in kept) and "fever" in kept[0]["text"]
+    only_b = collection.get(where={"doc_id": "b/note.txt"})
+    assert sorted(only_b["ids"]) == sorted(r["id"] for r in records if r["doc_id"] == "b/note.txt")
+
+
+def test_bad_input_gets_defined_values_or_one_clear_line(tmp_path):
+    nlp = spacy.blank("en")
+    register_extensions()
+    doc = nlp("Chest pain.")  # no doc id, no assertion
+    doc.spans["clin_chunks"] = [doc[0:2]]
+    doc.spans["empty"] = []
+    record = chunk_records(doc)[0]
+    meta = vector_metadata(record, {"nested": {"a": [1, None]}, "none": None})
+    assert meta["assertion"] == NO_ASSERTION and meta["doc_id"].startswith("doc-")
+    assert meta["nested"] == '{"a": [1, null]}' and meta["none"] == "" and meta["token_count"] == -1
+    assert all(isinstance(v, (str, int, float, bool)) for v in meta.values())
+    assert adapter_metadata(record, {"source": "x.txt", "lab": 1})["source"] == "x.txt"  # unset field keeps the source's
+    with pytest.raises(RecordError, match="metadata 'when' of type object cannot be stored"):
+        vector_metadata(record, {"when": object()})
+
+    def refuse(texts):
+        raise AssertionError("nothing to embed")
+
+    collection = _collection(tmp_path, "bad")
+    assert to_chroma([doc], collection, refuse, spans_key="empty") == 0
+    with pytest.raises(RecordError, match="has no span group 'clin_rag_chunks'"):
+        to_chroma([doc], collection, refuse)
+    added = to_chroma([doc], collection, lambda texts: [[1.0, 0.0, 0.0] for _ in texts], spans_key="clin_chunks")
+    assert added == 1 and collection.get(ids=[record["id"]])["metadatas"][0]["assertion"] == NO_ASSERTION
