@@ -1,0 +1,191 @@
+"""The HTML view (checked in real headless Chromium), its CLI and server, and displaCy rendering."""
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import spacy
+
+from spacy_clinchunk.attrs import ASSERTION_VIEW_KEY, register_extensions
+from spacy_clinchunk.cli import main
+from spacy_clinchunk.export import load_nlp
+from spacy_clinchunk.records import RecordError
+from spacy_clinchunk.view import ASSERTION_COLORS, label_by_assertion, render_displacy, render_html
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTE = ROOT / "resources" / "examples" / "discharge_summary_en.txt"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+class Chunks(HTMLParser):
+    """Chunk elements of a page: attributes and text content (cues are nested marks)."""
+
+    def __init__(self):
+        super().__init__()
+        self.chunks, self.depth, self.urls = [], 0, []
+
+    def handle_starttag(self, tag, attributes):
+        attributes = dict(attributes)
+        self.urls += [v for k, v in attributes.items() if k in ("src", "href") and v]
+        if self.depth:
+            self.depth += 1
+        elif "chunk" in (attributes.get("class") or "").split():
+            self.chunks.append({**attributes, "text": ""})
+            self.depth = 1
+
+    def handle_endtag(self, tag):
+        if self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth:
+            self.chunks[-1]["text"] += data
+
+
+@pytest.fixture(scope="module")
+def doc():
+    nlp = load_nlp("assertion")
+    register_extensions()
+    doc = nlp.make_doc(NOTE.read_text(encoding="utf-8"))
+    doc._.doc_id, doc._.source = "examples/discharge_summary_en.txt", str(NOTE)
+    return nlp(doc)
+
+
+def _parse(page):
+    parser = Chunks()
+    parser.feed(page)
+    return parser
+
+
+def test_page_has_every_chunk_with_offsets_assertion_and_cues(doc):
+    page = render_html(doc)
+    parsed = _parse(page)
+    spans = list(doc.spans["clin_chunks"])
+    assert len(parsed.chunks) == len(spans) > 50
+    for element, span in zip(sorted(parsed.chunks, key=lambda c: int(c["data-index"])), spans):
+        assert (int(element["data-start"]), int(element["data-end"])) == (span.start_char, span.end_char)
+        assert element["text"] == span.text
+        assert element["data-assertion"] == span._.assertion
+        assert f"assertion-{span._.assertion}" in element["class"].split()
+    assert page.count('<mark class="cue"') >= sum(1 for s in spans if s._.assertion == "negated")
+    assert parsed.urls == [] and "http" not in page.replace("http-equiv", "")
+    assert "default-src 'none'" in page  # the browser may fetch nothing
+
+
+def test_context_on_hover_overlaps_unassessed_and_missing_group():
+    nlp = spacy.blank("en")
+    register_extensions()
+    doc = nlp("Chest pain at rest. No fever.")
+    doc.spans["windows"] = [doc[0:5], doc[3:8]]  # overlapping
+    doc.spans["windows"][0]._.context = "Cardiology note <follow-up>"
+    page = render_html(doc, "windows")
+    chunks = _parse(page).chunks
+    assert [c["text"] for c in chunks] == [s.text for s in doc.spans["windows"]]
+    assert chunks[0]["data-context"] == "Cardiology note <follow-up>" and "data-context" not in chunks[1]
+    assert {c["data-assertion"] for c in chunks} == {"unassessed"} and 'class="note cards"' in page
+    with pytest.raises(RecordError, match="no span group 'clin_chunks'"):
+        render_html(doc)
+
+
+def test_displacy_shows_assertion_labels(doc):
+    original = [(s.start, s.end, s.label_) for s in doc.spans["clin_chunks"]]
+    html = render_displacy(doc, "clin_chunks")
+    assert ASSERTION_VIEW_KEY == label_by_assertion(doc)
+    labels = [s.label_ for s in doc.spans[ASSERTION_VIEW_KEY]]
+    assert labels == [s._.assertion for s in doc.spans["clin_chunks"]]
+    assert ">negated<" in html.replace("\n", "").replace(" ", "") and ASSERTION_COLORS["negated"] in html
+    assert [(s.start, s.end, s.label_) for s in doc.spans["clin_chunks"]] == original
+
+
+def test_cli_writes_an_owner_only_page(tmp_path, capsys):
+    out = tmp_path / "view.html"
+    out.write_text("old")
+    os.chmod(out, 0o644)
+    assert main(["view", str(NOTE), "--strategy", "assertion", "--output", str(out)]) == 0
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+    assert len(_parse(out.read_text(encoding="utf-8")).chunks) > 50
+    assert main(["view", str(NOTE), "--strategy", "assertion"]) == 2
+    assert capsys.readouterr().err.strip().endswith("error: give --output FILE.html and/or --serve")
+
+
+def _start_server(args):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spacy_clinchunk", "view", str(NOTE), *args, "--serve", "--port", "0"],
+        stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT),
+    )
+    for line in proc.stderr:
+        if line.startswith("serving "):
+            return proc, line.split()[1]
+    proc.wait(timeout=10)
+    raise AssertionError(f"server did not start (exit {proc.returncode})")
+
+
+def _stop(proc):
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 0
+
+
+@pytest.mark.slow
+def test_serve_on_loopback_until_interrupted():
+    from urllib.error import HTTPError
+    from urllib.request import urlopen
+
+    proc, url = _start_server(["--strategy", "simple"])
+    try:
+        assert url.startswith("http://127.0.0.1:")
+        with urlopen(url, timeout=10) as response:
+            assert response.headers["Content-Type"].startswith("text/html")
+            assert 'class="chunk' in response.read().decode("utf-8")
+        with pytest.raises(HTTPError):
+            urlopen(url + "other", timeout=10)
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_page_in_headless_chromium(doc, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    proc, url = _start_server(["--strategy", "assertion"])
+    requests = []
+    try:
+        with playwright.sync_playwright() as p:
+            context = p.chromium.launch_persistent_context(
+                str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
+            )
+            try:
+                page = context.new_page()
+                context.on("request", lambda request: requests.append(request.url))
+                page.goto(url)
+                elements = page.locator(".chunk")
+                spans = list(doc.spans["clin_chunks"])
+                assert elements.count() == len(spans)
+                found = elements.evaluate_all(
+                    "els => els.map(e => [e.dataset.index, e.textContent, e.className, e.dataset.start, e.dataset.end])"
+                )
+                for index, text, css, start, end in found:
+                    span = spans[int(index)]
+                    assert text == span.text and (int(start), int(end)) == (span.start_char, span.end_char)
+                    assert css == f"chunk assertion-{span._.assertion}"
+                negated = page.locator('.chunk[data-assertion="negated"]').first
+                colour = negated.evaluate("e => getComputedStyle(e).backgroundColor")
+                assert colour == "rgb(255, 201, 201)"  # ASSERTION_COLORS["negated"]
+                shot = Path(os.environ.get("CLINCHUNK_VIEW_SCREENSHOT") or tmp_path / "view.png")
+                page.screenshot(path=str(shot))
+                assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            finally:
+                context.close()
+    finally:
+        _stop(proc)
+    off_machine = [u for u in requests if not u.startswith(url)]
+    assert requests and not off_machine, off_machine
