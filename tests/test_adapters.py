@@ -65,6 +65,7 @@ def test_langchain_splitter_from_nlp_name_or_config(nlp):
     assert plain[0].metadata["doc_id"].startswith("doc-") and plain[0].metadata["start_index"] == plain[0].metadata["start"]
 
 
+@pytest.mark.slow
 def test_llama_index_parser_keeps_offsets_and_metadata(nlp):
     pytest.importorskip("llama_index.core")
     from llama_index.core.schema import Document, MetadataMode, NodeRelationship
