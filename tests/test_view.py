@@ -81,12 +81,17 @@ def test_page_has_every_chunk_with_offsets_assertion_and_cues(doc):
     assert "default-src 'none'" in page  # the browser may fetch nothing
 
 
-def test_context_on_hover_overlaps_unassessed_and_missing_group():
+def _context_doc():
     nlp = spacy.blank("en")
     register_extensions()
     doc = nlp("Chest pain at rest. No fever.")
     doc.spans["windows"] = [doc[0:5], doc[3:8]]  # overlapping
     doc.spans["windows"][0]._.context = "Cardiology note <follow-up>"
+    return doc
+
+
+def test_context_on_hover_overlaps_unassessed_and_missing_group():
+    doc = _context_doc()
     page = render_html(doc, "windows")
     chunks = _parse(page).chunks
     assert [c["text"] for c in chunks] == [s.text for s in doc.spans["windows"]]
@@ -183,6 +188,10 @@ def test_page_in_headless_chromium(doc, tmp_path):
                 shot = Path(os.environ.get("CLINCHUNK_VIEW_SCREENSHOT") or tmp_path / "view.png")
                 page.screenshot(path=str(shot))
                 assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+                page.set_content(render_html(_context_doc(), "windows"))  # the LLM context shows on hover
+                page.locator(".chunk").first.hover()
+                shown = page.locator(".chunk").first.evaluate("e => getComputedStyle(e, '::after').content")
+                assert shown == '"Cardiology note <follow-up>"'
             finally:
                 context.close()
     finally:
