@@ -175,6 +175,8 @@ class SemanticWindow(ChunkRefiner):
     def _validate(self, name: str) -> None:
         if self.mode not in MODES:
             raise ValueError(f"{name}: mode must be one of {MODES}, got '{self.mode}'")
+        if self.reads_docs and self.mode != "pooled":
+            raise ValueError(f"{name}: the embedder {self.embedder.name} gives token vectors only; set mode = \"pooled\"")
         if self.split_at not in SPLIT_AT:
             raise ValueError(f"{name}: split_at must be one of {SPLIT_AT}, got '{self.split_at}'")
         if self.window_size < 1:
@@ -188,8 +190,16 @@ class SemanticWindow(ChunkRefiner):
         self.negations = _phrases(self.resources["negation_merge_words"])
         self.avoid = _phrases(self.resources["negation_merge_avoid"])
 
+    @property
+    def reads_docs(self) -> bool:
+        """The embedder reads vectors an upstream component wrote (TransformerListener.v1)."""
+        return bool(getattr(self.embedder, "reads_docs", False))
+
     def initialize(self, get_examples: Any = None, *, nlp: Optional[Language] = None) -> None:
         """Load the embedding model (otherwise it loads at the first document)."""
+        check_pipeline = getattr(self.embedder, "check_pipeline", None)
+        if check_pipeline is not None:
+            check_pipeline(nlp, self.name)
         self.embedder.initialize()
 
     # -- spaCy API ----------------------------------------------------------
@@ -227,7 +237,10 @@ class SemanticWindow(ChunkRefiner):
                 else:  # shorter than two windows: left alone, no model call
                     kept[d].append((start, end))
         if jobs:
-            self._similarities(texts, jobs)
+            if self.reads_docs:
+                self._upstream_similarities(docs, jobs)
+            else:
+                self._similarities(texts, jobs)
             for job in jobs:
                 kept[job.doc_index].extend(self._split(texts[job.doc_index], job))
         for d, doc in enumerate(docs):
@@ -283,20 +296,37 @@ class SemanticWindow(ChunkRefiner):
         token_data = self.embedder.token_vectors(chunk_texts)
         for job, key in zip(jobs, keys):
             offsets, vectors = token_data[key]
-            ranges = np.asarray(self._window_ranges(job), dtype=np.int64) - job.start
-            starts = offsets[:, 0] if len(offsets) else np.zeros(0, dtype=np.int64)
-            first = np.searchsorted(starts, ranges[:, 0], side="left")
-            last = np.searchsorted(starts, ranges[:, 1], side="left")
-            prefix = np.zeros((len(vectors) + 1, vectors.shape[1]), dtype=np.float64)
-            np.cumsum(vectors, axis=0, out=prefix[1:])
-            windows = (prefix[last] - prefix[first]).astype(np.float32)
-            norms = np.linalg.norm(windows, axis=1)
-            ok = norms > 0
-            windows[ok] /= norms[ok, None]
-            sims = np.einsum("ij,ij->i", windows[:-1], windows[1:])
-            sims[~(ok[:-1] & ok[1:])] = 1.0  # a window without tokens gives no evidence of a shift
-            job.sims = sims
+            job.sims = self._pooled_window_sims(job, offsets, vectors, job.start)
         self.last_stats = {"chunks": len(jobs), "unique_chunks": len(chunk_texts)}
+
+    def _upstream_similarities(self, docs: Sequence[Doc], jobs: Sequence[_Job]) -> None:
+        """Pooled windows over token vectors an upstream component computed for each doc."""
+        per_doc: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+        for job in jobs:
+            if job.doc_index not in per_doc:
+                per_doc[job.doc_index] = self.embedder.doc_token_vectors(docs[job.doc_index])
+            offsets, vectors = per_doc[job.doc_index]
+            job.sims = self._pooled_window_sims(job, offsets, vectors, 0)
+        self.last_stats = {"chunks": len(jobs), "docs": len(per_doc)}
+
+    def _pooled_window_sims(self, job: _Job, offsets: np.ndarray, vectors: np.ndarray, base: int) -> np.ndarray:
+        """Cosines of adjacent windows, each the sum of the vectors of the tokens that start
+        inside it; ``offsets`` are relative to ``base``."""
+        ranges = np.asarray(self._window_ranges(job), dtype=np.int64) - base
+        starts = offsets[:, 0] if len(offsets) else np.zeros(0, dtype=np.int64)
+        first = np.searchsorted(starts, ranges[:, 0], side="left")
+        last = np.searchsorted(starts, ranges[:, 1], side="left")
+        width = vectors.shape[1] if vectors.ndim == 2 else 0
+        prefix = np.zeros((len(vectors) + 1, width), dtype=np.float64)
+        if len(vectors):
+            np.cumsum(vectors, axis=0, out=prefix[1:])
+        windows = (prefix[last] - prefix[first]).astype(np.float32)
+        norms = np.linalg.norm(windows, axis=1)
+        ok = norms > 0
+        windows[ok] /= norms[ok, None]
+        sims = np.einsum("ij,ij->i", windows[:-1], windows[1:])
+        sims[~(ok[:-1] & ok[1:])] = 1.0  # a window without tokens gives no evidence of a shift
+        return sims
 
     def _assign(self, jobs: Sequence[_Job], sims: np.ndarray) -> None:
         cursor = 0
