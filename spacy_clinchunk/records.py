@@ -1,5 +1,5 @@
 """JSON-serializable records of chunked documents (CLI output, corpus shards)."""
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from spacy.tokens import Doc, Span
 
@@ -46,6 +46,3 @@ def doc_to_record(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, doc_id: Optional[
         record["doc"] = doc_extras
     return record
 
-
-def chunk_texts(doc: Doc, spans_key: str = attrs.CHUNKS_KEY) -> List[str]:
-    return [s.text for s in doc.spans.get(spans_key, [])]
