@@ -12,6 +12,7 @@ Examples run in a scratch working directory where ``configs/``, ``resources/`` a
 ``../shared`` resolve as in the repository. Python blocks run in-process, each in a
 fresh namespace; shell blocks run under ``bash -euo pipefail`` with this interpreter
 first on ``PATH`` (so ``python -m spacy_clinchunk`` is the package under test).
+Config excerpts (```ini) are not run, but every setting they name must exist in the code.
 """
 import contextlib
 import io
@@ -198,3 +199,55 @@ def test_docs_site_builds_strictly(tmp_path):
     command = [str(mkdocs) if mkdocs.exists() else "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def config_excerpts():
+    """(id, section, settings) of every ```ini component excerpt in README and docs."""
+    for page in PAGES:
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for start, lang, body, _ in fenced_blocks(lines):
+            if lang != "ini":
+                continue
+            section, settings = None, {}
+            for line in body + ["[end]"]:
+                line = line.split("#", 1)[0].strip()  # inline comments explain settings in the docs
+                if line.startswith("["):
+                    if section and section.startswith("components."):
+                        yield f"{page.relative_to(ROOT)}:{start + 1}", section, settings
+                    section, settings = line.strip("[]"), {}
+                elif "=" in line and section:
+                    key, value = (part.strip() for part in line.split("=", 1))
+                    settings[key] = value
+
+
+def accepted_settings(settings: dict) -> set:
+    """Setting names the code accepts for a component or registered-function section."""
+    import inspect
+
+    import spacy
+    from spacy.language import Language
+    from spacy.util import registry
+
+    spacy.blank("en")  # loads the spacy_factories entry points
+    if "factory" in settings:
+        return set(Language.get_factory_meta(settings["factory"].strip('"')).default_config) | {"factory"}
+    function = next(v for k, v in settings.items() if k.startswith("@")).strip('"')
+    registered = registry.misc.get(function)
+    return set(inspect.signature(registered).parameters) | {k for k in settings if k.startswith("@")}
+
+
+EXCERPTS = list(config_excerpts())
+
+
+def test_a_wrong_setting_name_is_caught():
+    assert "window" not in accepted_settings({"factory": '"clin_semantic_window"', "window": "7"})
+    assert "base_url" in accepted_settings({"@misc": '"spacy_clinchunk.Ollama.v1"'})
+
+
+@pytest.mark.parametrize("where,section,settings", EXCERPTS, ids=[f"{w}:{s}" for w, s, _ in EXCERPTS])
+def test_config_excerpts_name_real_settings(where, section, settings):
+    """A renamed or removed setting must not survive in the docs."""
+    if "factory" not in settings and not any(k.startswith("@") for k in settings):
+        pytest.skip("not a component or registered-function section")
+    unknown = set(settings) - accepted_settings(settings)
+    assert not unknown, f"{where} [{section}]: no such setting {sorted(unknown)}"
