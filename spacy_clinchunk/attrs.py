@@ -5,7 +5,7 @@ which is idempotent and never overwrites an attribute someone else registered.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict
 
 from spacy.tokens import Doc, Span
 
@@ -77,6 +77,3 @@ def variant_key(ratio: float) -> str:
     """Span-group key of a Voronoi expansion variant: 0.5 -> ``voronoi_0.50``."""
     return f"{VORONOI_VARIANT_PREFIX}{ratio:.2f}"
 
-
-def span_offsets(span: Span) -> Tuple[int, int]:
-    return span.start_char, span.end_char

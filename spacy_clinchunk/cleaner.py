@@ -13,12 +13,11 @@ from spacy.language import Language
 from . import attrs
 from .base import ChunkRefiner
 from .resources_io import Override
-from .spans import Range, _LIST_MARKER, strip_range
+from .spans import Range, _LIST_MARKER, normalize_word, strip_range
 
 FACTORY = "clin_cleaner"
 _WORD = re.compile(r"\S+")
 _ALNUM = re.compile(r"[^\W_]")
-_EDGE_PUNCT = "\"'`.,;:!?()[]{}<>«»“”‘’„-–—*•·/\\"
 
 
 @Language.factory(
@@ -56,10 +55,6 @@ def make_cleaner(
         filter_short_low_value_chunks_max_words=filter_short_low_value_chunks_max_words,
         strip_list_markers=strip_list_markers,
     )
-
-
-def normalize_word(word: str) -> str:
-    return word.strip(_EDGE_PUNCT).lower()
 
 
 class ChunkCleaner(ChunkRefiner):

@@ -45,6 +45,7 @@ from spacy.tokens import Doc, Span
 from spacy.util import ensure_path, registry
 
 from . import attrs
+from .logs import quiet_third_party_logging
 from .resources_io import (
     FALLBACK_LANGUAGE,
     SUPPORTED_LANGUAGES,
@@ -174,7 +175,7 @@ def medspacy_default_rules(lang: str) -> List[RuleDict]:
     """medspaCy's packaged rules for ``lang`` (empty when it ships none)."""
     import medspacy  # noqa: F401  (locates the packaged resources)
 
-    _quiet_loguru()
+    quiet_third_party_logging()
     root = Path(medspacy.__file__).resolve().parents[1] / "resources" / lang / "context_rules.json"
     if not root.is_file():
         return []
@@ -200,19 +201,6 @@ def context_rules_v1(
     ours = read_rules_file(path) if path else shipped_rules(lang)
     defaults = medspacy_default_rules("en") if include_default_rules and lang == "en" else []
     return merge_rules(defaults, ours)
-
-
-def _quiet_loguru() -> None:
-    """PyRuSH/medspaCy log through loguru at DEBUG; keep our users' stderr clean."""
-    try:
-        from loguru import logger as loguru_logger  # type: ignore
-
-        loguru_logger.disable("PyRuSH")
-        loguru_logger.disable("medspacy")
-    except Exception:  # loguru not installed
-        pass
-    for name in ("PyRuSH", "medspacy"):
-        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 # -- component ---------------------------------------------------------------
@@ -476,7 +464,7 @@ def _resolve_language(lang: Optional[str], component: str) -> str:
 
 def _compile(nlp: Language, name: str, rules: Sequence[RuleDict], max_scope: Optional[int]) -> "CueMatcher":
     """medspaCy ConTextRules for ``rules`` and a matcher that finds their cues."""
-    _quiet_loguru()
+    quiet_third_party_logging()
     from medspacy.context import ConTextRule
 
     matcher = CueMatcher(nlp)

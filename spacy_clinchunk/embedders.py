@@ -13,6 +13,7 @@ the pooled mode). Models are loaded lazily, once per process, and shared by ever
 embedder that asks for the same model on the same device. Nothing here downloads.
 """
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -64,11 +65,6 @@ def shared_model(key: Tuple[str, str], loader: Callable[[], Any]) -> Any:
 def loaded_models() -> List[Tuple[str, str]]:
     """Keys of the models loaded in this process (for tests and diagnostics)."""
     return list(_MODELS)
-
-
-def clear_model_cache() -> None:
-    with _MODELS_LOCK:
-        _MODELS.clear()
 
 
 def cache_root() -> Path:
@@ -236,35 +232,43 @@ class SentenceTransformerEmbedder(Embedder):
         body = max(8, self.max_tokens - 2)
         overlap = body // 4
         encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False)
-        pieces: List[Tuple[int, int, int, int, int]] = []  # (text index, piece start, piece end, own start, own end)
-        for t, ids in enumerate(encoded["input_ids"]):
-            n = len(ids)
-            starts = [0] if n <= body else list(range(0, n - overlap, body - overlap))
-            for p, s in enumerate(starts):
-                e = min(n, s + body)
-                own_start = 0 if p == 0 else (s + min(n, starts[p - 1] + body)) // 2
-                own_end = n if p == len(starts) - 1 else (starts[p + 1] + e) // 2
-                pieces.append((t, s, e, own_start, own_end))
-                if e == n:
-                    break
+        # the tokenizer cuts long texts into pieces of `body` tokens (+ [CLS]/[SEP]) that
+        # overlap by `overlap` tokens, i.e. piece p of a text starts at p * (body - overlap)
+        windows = tokenizer(
+            texts, truncation=True, max_length=body + 2, stride=overlap,
+            return_overflowing_tokens=True, return_attention_mask=False, verbose=False,
+        )
+        step = body - overlap
+        piece_of_text = list(windows["overflow_to_sample_mapping"])
+        counts = np.bincount(np.asarray(piece_of_text, dtype=np.int64), minlength=len(texts))
+        pieces: List[Tuple[int, int, int, int, int]] = []  # (piece row, piece start, own start, own end, text)
+        p = 0
+        for i, t in enumerate(piece_of_text):
+            p = p + 1 if i and piece_of_text[i - 1] == t else 0
+            n = len(encoded["input_ids"][t])
+            s, e = p * step, min(n, p * step + body)
+            # each token takes its vector from the piece where it has the most context on both sides
+            own_start = 0 if p == 0 else (s + min(n, s - step + body)) // 2
+            own_end = n if p == counts[t] - 1 else (s + step + e) // 2
+            pieces.append((i, s, own_start, own_end, t))
         dim = network.config.hidden_size
         results = [np.zeros((len(ids), dim), dtype=np.float32) for ids in encoded["input_ids"]]
-        order = sorted(range(len(pieces)), key=lambda i: pieces[i][2] - pieces[i][1], reverse=True)
-        cls_id, sep_id, pad_id = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id or 0
+        order = sorted(range(len(pieces)), key=lambda i: len(windows["input_ids"][i]), reverse=True)
+        pad_id = tokenizer.pad_token_id or 0
         device = network.device
         with torch.inference_mode():
             for b in range(0, len(order), self.batch_size):
                 batch = [pieces[i] for i in order[b:b + self.batch_size]]
-                width = max(e - s for _, s, e, _, _ in batch) + 2
+                width = max(len(windows["input_ids"][i]) for i, *_ in batch)
                 ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
                 mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, (t, s, e, _, _) in enumerate(batch):
-                    seq = [cls_id] + list(encoded["input_ids"][t][s:e]) + [sep_id]
+                for row, (i, *_) in enumerate(batch):
+                    seq = windows["input_ids"][i]
                     ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
                     mask[row, : len(seq)] = 1
                 hidden = network(input_ids=ids.to(device), attention_mask=mask.to(device)).last_hidden_state
                 hidden = hidden.float().cpu().numpy()
-                for row, (t, s, e, own_s, own_e) in enumerate(batch):
+                for row, (_, s, own_s, own_e, t) in enumerate(batch):
                     if own_e > own_s:
                         results[t][own_s:own_e] = hidden[row, 1 + own_s - s : 1 + own_e - s]
         out: List[TokenVectors] = []
@@ -368,22 +372,22 @@ class StaticEmbedder(Embedder):
         model = self.model
         texts = list(texts)
         encodings = model.tokenizer.encode_batch(texts, add_special_tokens=False)
+        # encode_as_sequence tokenizes the same way (no special tokens, unknown tokens
+        # dropped); the tokenizer gives the offsets it does not return
+        sequences = model.encode_as_sequence(texts, max_length=None, use_multiprocessing=False) if texts else []
         unk = model.unk_token_id
         out: List[TokenVectors] = []
-        for text, encoding in zip(texts, encodings):
+        for text, encoding, sequence in zip(texts, encodings, sequences):
             ids = np.asarray(encoding.ids, dtype=np.int64)
             offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
-            keep = np.asarray(encoding.attention_mask, dtype=bool) if len(ids) else np.zeros(0, dtype=bool)
             if unk is not None and len(ids):
-                keep &= ids != unk
-            ids, offsets = ids[keep], offsets[keep]
+                offsets = offsets[ids != unk]
             for row in offsets:  # byte-level tokenizers fold the preceding space into the token
                 while row[0] < row[1] and text[row[0]].isspace():
                     row[0] += 1
-            if len(ids):
-                vectors = np.asarray(model._encode_helper(ids.tolist()), dtype=np.float32)
-            else:
-                vectors = np.zeros((0, model.dim), dtype=np.float32)
+            vectors = np.asarray(sequence, dtype=np.float32).reshape(-1, model.dim)
+            if len(vectors) != len(offsets):
+                raise EmbedderError(f"static model gave {len(vectors)} vectors for {len(offsets)} tokens")
             out.append((offsets, vectors))
         return out
 
@@ -412,41 +416,22 @@ def _load_static(path: str) -> Any:
     return model
 
 
-def _silence_model2vec_progress() -> Callable[[], None]:
-    """model2vec's distillation draws a tqdm bar on stderr; keep our output clean."""
-    try:
-        from functools import partial
-
-        from model2vec.distill import inference
-    except Exception:
-        return lambda: None
-    original = getattr(inference, "tqdm", None)
-    if original is None:
-        return lambda: None
-    inference.tqdm = partial(original, disable=True)
-
-    def restore() -> None:
-        inference.tqdm = original
-
-    return restore
-
-
 def _distill(source: str, name: str, pca_dims: int, target: Path) -> None:
     try:
         from model2vec.distill import distill
     except ImportError as err:
         raise EmbedderError("StaticEmbedder needs model2vec[distill]: pip install 'spacy-clinchunk[static]'") from err
     logger.info("distilling static embeddings from %s into %s (once)", name, target)
-    restore = _silence_model2vec_progress()
     try:
-        static = distill(model_name=source, pca_dims=pca_dims, device="cpu")
+        # distill() has no progress switch: its tqdm bar goes to sys.stderr, pointed at
+        # devnull for this one-off call (the public alternative to patching tqdm)
+        with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
+            static = distill(model_name=source, pca_dims=pca_dims, device="cpu")
     except Exception as err:
         raise EmbedderError(
             f"cannot distil static embeddings from '{name}' offline ({type(err).__name__}: {str(err)[:200]}); "
             "give distill_from a local model directory or model = a saved model2vec directory"
         ) from err
-    finally:
-        restore()
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     partial = target.with_name(target.name + f".tmp{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)

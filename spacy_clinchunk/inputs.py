@@ -65,11 +65,6 @@ def read_file(source: str) -> Iterator[InputDoc]:
     yield from _read_bytes(data, source, jsonl=path.suffix.lower() in JSONL_SUFFIXES, default_id=path.stem)
 
 
-def read_documents(paths: Iterable[str]) -> Iterator[InputDoc]:
-    for source in expand_inputs(paths):
-        yield from read_file(source)
-
-
 def _looks_like_jsonl(data: bytes) -> bool:
     head = data.lstrip()[:1]
     return head == b"{"

@@ -151,10 +151,6 @@ def doc_to_record(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, doc_id: Optional[
     return record
 
 
-def chunk_texts(doc: Doc, spans_key: str = attrs.CHUNKS_KEY) -> List[str]:
-    return [s.text for s in doc.spans.get(spans_key, [])]
-
-
 # Serialization ---------------------------------------------------------------
 
 

@@ -28,7 +28,7 @@ from . import attrs
 from .base import ChunkRefiner
 from .embedders import DEFAULT_MODEL, Embedder
 from .resources_io import Override
-from .spans import Range, current_ranges, write_group
+from .spans import Range, current_ranges, normalize_word, write_group
 
 FACTORY = "clin_semantic_window"
 MODES = ("exact", "pooled")
@@ -44,7 +44,6 @@ DEFAULT_EMBEDDER = {
 
 logger = logging.getLogger("spacy_clinchunk")
 _WORD = re.compile(r"\S+")
-_EDGE_PUNCT = "\"'`.,;:!?()[]{}<>«»“”‘’„-–—*•·/\\"
 _CLOSING_PUNCT = (".", ",", ";", ":", "!", "?")
 
 Words = List[Tuple[int, int]]  # char ranges of the words of one chunk
@@ -112,10 +111,6 @@ def make_semantic_window(
 def _phrases(items: Iterable[str]) -> List[Tuple[str, ...]]:
     phrases = {tuple(normalize_word(w) for w in item.split()) for item in items if item.strip()}
     return sorted((p for p in phrases if all(p)), key=len, reverse=True)
-
-
-def normalize_word(word: str) -> str:
-    return word.strip(_EDGE_PUNCT).lower()
 
 
 class _Job:

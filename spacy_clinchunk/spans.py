@@ -16,16 +16,20 @@ from spacy.tokens import Doc, Span
 
 Range = Tuple[int, int]
 
-_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
 _LINE_BREAK = re.compile(r"\n\s*")
 _LIST_MARKER = re.compile(
     r"[^\S\n]*(?:[-*\u2022\u25aa\u25cf\u2013\u00b7>]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxIVX]{1,4}[.)])(?=\s)"
 )
-_HEADER_LINE = re.compile(r"^[^\S\n]*[^\n]{0,80}:[^\S\n]*$")
 _SENTENCE_END = re.compile(r"[.!?;:][\"')\]]*[^\S\n]*$")
 _DOTTED_ABBREVIATION = re.compile(r"^(?:[^\W\d_]{1,2}\.){2,}$")  # b.i.d. A.B. z.B. p.o.
 _INITIAL = re.compile(r"^[^\W\d_]\.$")
 _LABEL_LINE = re.compile(r"[^\S\n]*[^\W\d_][^\W_]*(?:[^\S\n][^\W\d_][^\W_]*){0,3}:[^\S\n]+\S")
+_EDGE_PUNCT = "\"'`.,;:!?()[]{}<>«»“”‘’„-–—*•·/\\"
+
+
+def normalize_word(word: str) -> str:
+    """A word as the word lists spell it: edge punctuation stripped, lower case."""
+    return word.strip(_EDGE_PUNCT).lower()
 
 
 _TEXT_CACHE: "weakref.WeakKeyDictionary[Doc, str]" = weakref.WeakKeyDictionary()

@@ -4,10 +4,11 @@ Each sub-command lives in its own module exposing ``add_parser(subparsers)`` and
 ``run(args, extra) -> int``. Errors are one line on stderr and a non-zero exit.
 """
 import argparse
-import logging
 import sys
 from importlib import import_module
 from typing import List, Optional
+
+from ..logs import quiet_third_party_logging
 
 COMMANDS = {
     "chunk": "spacy_clinchunk.cli.chunk",
@@ -19,19 +20,6 @@ COMMANDS = {
 
 class CLIError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
-
-
-def quiet_third_party_logging() -> None:
-    """PyRuSH (inside medspaCy) logs DEBUG lines through loguru; keep stderr clean."""
-    try:
-        from loguru import logger as loguru_logger  # type: ignore
-
-        loguru_logger.remove()
-        loguru_logger.add(sys.stderr, level="WARNING")
-    except Exception:  # loguru not installed
-        pass
-    for name in ("PyRuSH", "medspacy", "transformers", "sentence_transformers", "urllib3", "ray"):
-        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def build_parser() -> argparse.ArgumentParser:
