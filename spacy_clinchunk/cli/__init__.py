@@ -13,6 +13,7 @@ COMMANDS = {
     "chunk": "spacy_clinchunk.cli.chunk",
     "voronoi": "spacy_clinchunk.cli.voronoi",
     "evaluate": "spacy_clinchunk.cli.evaluate",
+    "convert": "spacy_clinchunk.cli.convert",
 }
 
 
