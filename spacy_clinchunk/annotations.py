@@ -57,7 +57,6 @@ from .voronoi import (
     OverlapError,
     VoronoiError,
     add_span_groups,
-    boundaries,
     compute,
 )
 
@@ -564,6 +563,26 @@ def split_tokens_at(doc: Doc, offsets: Iterable[int]) -> None:
             retokenizer.split(token, orths, heads=[(token, i) for i in range(len(orths))])
 
 
+def aligned_doc(nlp: Language, text: str, ranges: Iterable[Range]) -> Doc:
+    """``nlp.make_doc(text)`` on which every ``(start, end)`` of ``ranges`` is a char span (text unchanged).
+
+    Offsets inside a token split it. A range that starts or ends inside a token's
+    trailing whitespace (an evidence span "vibratory sense " that takes in the space)
+    cannot be a span of spaCy's tokens, so then the doc is rebuilt from words that
+    include that whitespace as tokens of its own.
+    """
+    ranges = list(ranges)
+    doc = nlp.make_doc(text)
+    split_tokens_at(doc, [o for r in ranges for o in r])
+    starts = {t.idx for t in doc} | {len(text)}
+    ends = {t.idx + len(t) for t in doc} | {0}
+    if all(s in starts and e in ends for s, e in ranges):
+        return doc
+    cuts = sorted(starts | ends | {o for r in ranges for o in r if 0 < o < len(text)})
+    words = [text[a:b] for a, b in zip(cuts, cuts[1:])]
+    return Doc(nlp.vocab, words=words, spaces=[False] * len(words))
+
+
 def _token_at(doc: Doc, offset: int) -> Optional[int]:
     low, high = 0, len(doc) - 1
     while low <= high:
@@ -617,10 +636,6 @@ def document_to_doc(
     """The ``Doc`` of :func:`read_annotated` for an already loaded document."""
     attrs.register_extensions()
     text, origin = document.text, document.origin
-    doc = nlp.make_doc(text)
-    doc._.doc_id = document.doc_id
-    doc._.source = origin
-    doc._.unlocated_annotations = [a.summary() for a in document.unlocated]
     ranges = document.ranges()
     result = None
     if expansion_ratios:
@@ -632,10 +647,14 @@ def document_to_doc(
             logger.info("%s: Voronoi groups skipped: %s", origin, err)
         except VoronoiError as err:
             raise AnnotationError(f"{origin}: {err}") from err
-    offsets = [o for spans in ranges for span in spans for o in span]
+    needed = [span for spans in ranges for span in spans]
     if result is not None:
-        offsets.extend(boundaries(result))
-    split_tokens_at(doc, offsets)
+        needed.extend(result.territories)
+        needed.extend(r for part in result.parts for r in part.variants.values())
+    doc = aligned_doc(nlp, text, needed)
+    doc._.doc_id = document.doc_id
+    doc._.source = origin
+    doc._.unlocated_annotations = [a.summary() for a in document.unlocated]
     items = [(s, e, a.index, a) for a in document.annotations for s, e in a.spans]
     spans_out = []
     for start, end, index, annotation in sorted(items, key=lambda item: item[:3]):
