@@ -219,23 +219,14 @@ def make_chunk_scorer(
     return ChunkScorer(spans_key, variant_ratio, multi_span_gap)
 
 
-def evaluate_corpus(
-    nlp: Language,
-    path: Union[str, Path],
-    pattern: Optional[str] = None,
-    spans_key: str = attrs.CHUNKS_KEY,
-    limit: int = 0,
-    batch_size: Optional[int] = None,
-    format: str = "auto",
-    unlocated: str = "keep",
-    snippet_mismatch: str = "warn",
-) -> Dict[str, Any]:
+def evaluate_corpus(nlp: Language, path: Union[str, Path], pattern: Optional[str] = None, **options: Any) -> Dict[str, Any]:
     """Run ``nlp`` over an annotated corpus through ``nlp.evaluate`` and return the metrics.
 
-    ``pattern=None`` reads every file of ``format`` by its ending. Files that cannot be
-    read are left out and counted (``files_error``), never fatal.
+    ``options`` are those of :func:`evaluate_files` (``spans_key``, ``limit``, ``format``,
+    ``unlocated``, ...). Files that cannot be read are left out and counted
+    (``files_error``), never fatal.
     """
-    return evaluate_files(nlp, path, pattern, spans_key, limit, batch_size, format, unlocated, snippet_mismatch)[0]
+    return evaluate_files(nlp, path, pattern, **options)[0]
 
 
 def evaluate_files(
@@ -249,7 +240,7 @@ def evaluate_files(
     unlocated: str = "keep",
     snippet_mismatch: str = "warn",
 ) -> Tuple[Dict[str, Any], List[Any]]:
-    """``(metrics, per-file results)`` of :func:`evaluate_corpus`."""
+    """``(metrics, per-file results)``; ``pattern=None`` reads every file of ``format`` by its ending."""
     from .annotations import AnnotatedCorpus, corpus_counts
 
     corpus = AnnotatedCorpus(
