@@ -130,7 +130,7 @@ class AnnotatedDocument:
     annotations: List[Annotation]  # located, source order
     unlocated: List[Annotation] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)  # per-annotation messages, no note text
-    counts: Dict[str, int] = field(default_factory=dict)  # unlocated, unlocated_skipped, near_miss, mismatch, ...
+    counts: Dict[str, int] = field(default_factory=dict)  # unlocated, near_miss, mismatch, skipped_annotations, ...
 
     def ranges(self) -> List[List[Range]]:
         return [list(a.spans) for a in self.annotations]
@@ -171,20 +171,23 @@ def _parse_json(text: str, origin: str) -> Any:
         raise AnnotationError(f"{origin}: invalid JSON: {str(err)[:120]}") from None
 
 
-def decode_text(data: bytes, origin: str) -> str:
-    """UTF-8 text of a file (a leading BOM dropped); other encodings are refused by name."""
+def decode_text(data: bytes, origin: str, strip_bom: bool = True) -> str:
+    """UTF-8 text of a file; other encodings are refused by name.
+
+    A leading BOM is dropped unless offsets count it (``strip_bom=False``: a brat ``.txt``).
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise AnnotationError(f"{origin}: not valid UTF-8 (byte {err.start}); convert the file to UTF-8") from None
-    return text[1:] if text.startswith("\ufeff") else text
+    return text[1:] if strip_bom and text.startswith("\ufeff") else text
 
 
 def load_record(source: Source) -> Tuple[Dict[str, Any], str]:
     """``(record, origin)`` from a path, a JSON string or a dict (not yet validated)."""
     if isinstance(source, dict):
         return source, str(source.get("doc_id", "<dict>"))
-    if isinstance(source, str) and source.lstrip().startswith("{"):
+    if isinstance(source, str) and source.lstrip().startswith(("{", "[")):
         return _parse_json(source, "<string>"), "<string>"
     path = Path(source)
     return parse_bytes(read_file(path), str(path)), str(path)
@@ -444,11 +447,7 @@ def load_documents(
     policy = policy or ReadPolicy()
     if isinstance(source, dict) or (isinstance(source, str) and source.lstrip().startswith(("{", "["))):
         record, origin = load_record(source)
-        if isinstance(record, dict) and "documents" in record and "full_text" not in record:
-            from .bioc import documents_from_bioc_json
-
-            return documents_from_bioc_json(record, origin, policy)
-        return [document_from_record(record, origin, policy)]
+        return _documents_of_json(record, origin, policy, format)
     path = Path(source)
     kind = detect_format(path, format)
     if kind == "brat":
@@ -456,20 +455,24 @@ def load_documents(
 
         return [read_brat(path, policy)]
     data = read_file(path)
-    if kind == "bioc" or (path.suffix.lower() == ".json" and _looks_like_bioc(data)):
+    if kind == "bioc" and data.lstrip()[:1] in (b"<", b"\xef"):  # XML (maybe after a BOM)
         from .bioc import read_bioc_bytes
 
         return read_bioc_bytes(data, str(path), policy)
-    record = parse_bytes(data, str(path))
+    return _documents_of_json(parse_bytes(data, str(path)), str(path), policy, format)
+
+
+def _documents_of_json(record: Any, origin: str, policy: ReadPolicy, format: str) -> List[AnnotatedDocument]:
+    """Our schema, or (``format`` auto or bioc) a BioC JSON collection: a top-level ``documents``."""
+    if isinstance(record, dict) and "documents" in record and "full_text" not in record and format in ("auto", "bioc"):
+        from .bioc import documents_from_bioc_json
+
+        return documents_from_bioc_json(record, origin, policy)
+    if format == "bioc":
+        raise NotAnnotatedError(f"{origin}: not an annotated document (no BioC 'documents' list)")
     if isinstance(record, dict) and not is_annotated_record(record):
-        raise NotAnnotatedError(f"{path}: not an annotated document")
-    return [document_from_record(record, str(path), policy)]
-
-
-def _looks_like_bioc(data: bytes) -> bool:
-    """A JSON file whose top level names ``documents`` (cheap look at the first bytes)."""
-    head = data[:4096].decode("utf-8", "ignore")
-    return '"documents"' in head and '"full_text"' not in head
+        raise NotAnnotatedError(f"{origin}: not an annotated document")
+    return [document_from_record(record, origin, policy)]
 
 
 def annotated_files(path: Union[str, Path], pattern: Optional[str] = DEFAULT_PATTERN, format: str = "auto") -> List[Path]:

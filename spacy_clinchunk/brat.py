@@ -72,7 +72,7 @@ def read_brat(path: Path, policy: Optional[ReadPolicy] = None) -> AnnotatedDocum
         raise AnnotationError(f"{ann_path}: cannot read: no such file")
     if not txt_path.exists():
         raise AnnotationError(f"{ann_path}: no text file {txt_path.name} next to it")
-    text = decode_text(read_file(txt_path), str(txt_path))
+    text = decode_text(read_file(txt_path), str(txt_path), strip_bom=False)  # brat counts a BOM
     ann = decode_text(read_file(ann_path), str(ann_path))
     return parse_ann(ann, text, str(ann_path), ann_path.stem, policy or ReadPolicy())
 

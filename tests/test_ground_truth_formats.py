@@ -345,3 +345,10 @@ def test_evidence_span_taking_in_trailing_whitespace_stays_character_exact(blank
         assert all(s.text == TEXT[s.start_char : s.end_char] for s in group)
     plain = read_annotated(record(VIBRATION, SEIZURE), blank_nlp)
     assert [t.text for t in plain] == [t.text for t in blank_nlp.make_doc(TEXT)]  # no rebuild when not needed
+
+
+def test_brat_offsets_count_a_byte_order_mark_in_the_text(tmp_path):
+    path = write_brat_pair(tmp_path, "bom", "\ufeffNo fever.", "\ufeffT1\tPhenotype 4 9\tfever\n")
+    document = read_brat(path)
+    assert document.text == "\ufeffNo fever." and document.annotations[0].spans == [(4, 9)]
+    assert document.counts == {}  # exact match: the BOM is character 0, as brat counts it
