@@ -352,3 +352,17 @@ def test_brat_offsets_count_a_byte_order_mark_in_the_text(tmp_path):
     document = read_brat(path)
     assert document.text == "\ufeffNo fever." and document.annotations[0].spans == [(4, 9)]
     assert document.counts == {}  # exact match: the BOM is character 0, as brat counts it
+
+
+def test_registered_corpus_reader_reads_brat_and_bioc_from_config(tmp_path, blank_nlp):
+    from spacy.util import registry
+
+    write_brat_pair(tmp_path, "case1", BRAT_TEXT, BRAT_ANN)
+    config = {"c": {"@readers": "spacy_clinchunk.AnnotatedCorpus.v1", "path": str(tmp_path), "pattern": None, "format": "brat"}}
+    [example] = list(registry.resolve(config)["c"](blank_nlp))
+    assert example.reference._.doc_id == "case1" and len(example.reference.spans["annotations"]) == 5
+    two = {"documents": [{"id": "x", "passages": [{"offset": 0, "text": "a b"}]}, {"id": "y", "passages": [{"offset": 0, "text": "c"}]}]}
+    (tmp_path / "two.json").write_text(json.dumps(two), encoding="utf-8")
+    assert [eg.reference._.doc_id for eg in AnnotatedCorpus(tmp_path / "two.json")(blank_nlp)] == ["x", "y"]
+    with pytest.raises(AnnotationError, match="holds 2 documents"):
+        read_annotated(tmp_path / "two.json", blank_nlp)
