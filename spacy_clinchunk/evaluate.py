@@ -12,7 +12,15 @@ reference (all on character offsets):
 * ``chunk_iou``: mean over annotation parts (see :mod:`spacy_clinchunk.voronoi`) of the
   best IoU of any chunk with the part's ``voronoi_0.50`` variant (0 when no chunk
   overlaps it);
-* ``chunks_per_doc`` and ``words_per_chunk`` (a word is a run of letters/digits).
+* ``chunks_per_doc`` and ``words_per_chunk`` (a word is a run of letters/digits);
+* ``unlocated_annotations``: annotations asserted for a document but not located in its
+  text (``Doc._.unlocated_annotations``); they have no span, so no metric uses them.
+
+Discontinuous (brat, BioC) and multi-span (JSON) annotations follow the one rule of
+:mod:`spacy_clinchunk.voronoi`: each fragment is an evidence span (integrity and
+coverage count fragments), fragments of one annotation close enough form one part
+(IoU is per part), and all of an annotation's fragments belong to one cluster
+(isolation), so the same ground truth scores the same from any format.
 
 Ratios are pooled over the corpus (micro averages). ``spacy_clinchunk.ChunkScorer.v1``
 (``@scorers``) gives the same numbers through ``nlp.evaluate(examples, scorer=...)``.
@@ -48,6 +56,7 @@ class Tally:
     iou_sum: float = 0.0
     chunks: int = 0
     words: int = 0
+    unlocated: int = 0
 
     def __add__(self, other: "Tally") -> "Tally":
         return Tally(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
@@ -64,6 +73,7 @@ class Tally:
             "chunks_per_doc": ratio(self.chunks, self.docs),
             "words_per_chunk": ratio(self.words, self.chunks),
             "chunk_docs": self.docs,
+            "unlocated_annotations": self.unlocated,
         }
 
 
@@ -169,7 +179,9 @@ def example_tally(
     if key in reference.spans:
         variants = [(s.start_char, s.end_char) for s in reference.spans[key]]
     chunks = [(s.start_char, s.end_char) for s in predicted.spans.get(spans_key, [])]
-    return document_tally(reference.text, chunks, annotations, variants, multi_span_gap, ratio)
+    tally = document_tally(reference.text, chunks, annotations, variants, multi_span_gap, ratio)
+    tally.unlocated = len(reference._.unlocated_annotations or [])
+    return tally
 
 
 class ChunkScorer:
@@ -207,18 +219,37 @@ def make_chunk_scorer(
     return ChunkScorer(spans_key, variant_ratio, multi_span_gap)
 
 
-def evaluate_corpus(
+def evaluate_corpus(nlp: Language, path: Union[str, Path], pattern: Optional[str] = None, **options: Any) -> Dict[str, Any]:
+    """Run ``nlp`` over an annotated corpus through ``nlp.evaluate`` and return the metrics.
+
+    ``options`` are those of :func:`evaluate_files` (``spans_key``, ``limit``, ``format``,
+    ``unlocated``, ...). Files that cannot be read are left out and counted
+    (``files_error``), never fatal.
+    """
+    return evaluate_files(nlp, path, pattern, **options)[0]
+
+
+def evaluate_files(
     nlp: Language,
     path: Union[str, Path],
-    pattern: str = "**/*.json",
+    pattern: Optional[str] = None,
     spans_key: str = attrs.CHUNKS_KEY,
     limit: int = 0,
     batch_size: Optional[int] = None,
-) -> Dict[str, Any]:
-    """Run ``nlp`` over an annotated corpus through ``nlp.evaluate`` and return the metrics."""
-    from .annotations import AnnotatedCorpus
+    format: str = "auto",
+    unlocated: str = "keep",
+    snippet_mismatch: str = "warn",
+) -> Tuple[Dict[str, Any], List[Any]]:
+    """``(metrics, per-file results)``; ``pattern=None`` reads every file of ``format`` by its ending."""
+    from .annotations import AnnotatedCorpus, corpus_counts
 
-    corpus = AnnotatedCorpus(path, pattern, expansion_ratios=[DEFAULT_VARIANT_RATIO], limit=limit)
+    corpus = AnnotatedCorpus(
+        path, pattern, expansion_ratios=[DEFAULT_VARIANT_RATIO], limit=limit, format=format,
+        unlocated=unlocated, snippet_mismatch=snippet_mismatch,
+    )
     examples = list(corpus(nlp))
-    scores = nlp.evaluate(examples, scorer=ChunkScorer(spans_key), batch_size=batch_size)
-    return {name: scores.get(name) for name in (*METRICS, "chunk_docs")}
+    scores = nlp.evaluate(examples, scorer=ChunkScorer(spans_key), batch_size=batch_size) if examples else Tally().scores()
+    metrics = {name: scores.get(name) for name in (*METRICS, "chunk_docs", "unlocated_annotations")}
+    counts = corpus_counts(corpus.results)
+    metrics.update(files=counts["files"], files_skipped=counts["skipped"], files_error=counts["error"])
+    return metrics, corpus.results

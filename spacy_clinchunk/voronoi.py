@@ -268,13 +268,17 @@ def boundaries(result: VoronoiResult) -> List[int]:
     return sorted(found)
 
 
-def add_span_groups(doc: Any, result: VoronoiResult, hpo_ids: Sequence[str]) -> None:
+def add_span_groups(
+    doc: Any, result: VoronoiResult, hpo_ids: Sequence[str], indices: Optional[Sequence[int]] = None
+) -> None:
     """Write ``voronoi`` (territories) and ``voronoi_<ratio>`` groups, one span per part.
 
     Spans carry ``label_`` = HPO id and ``id_`` = annotation index (as a string):
     extension attributes are keyed by character offsets, and parts of one cluster
     share their territory, so the per-span fields are used instead. The doc's tokens
     must already be split at :func:`boundaries` (``read_annotated`` does this).
+    ``indices`` maps an annotation's position in ``result`` to the index written as
+    ``id_`` (its index in the source document, when some annotations were left out).
     """
     from . import attrs
 
@@ -288,7 +292,8 @@ def add_span_groups(doc: Any, result: VoronoiResult, hpo_ids: Sequence[str]) -> 
     for key, items in groups.items():
         spans = []
         for start, end, annotation in sorted(items):
-            span = doc.char_span(start, end, label=hpo_ids[annotation], span_id=str(annotation))
+            number = indices[annotation] if indices is not None else annotation
+            span = doc.char_span(start, end, label=hpo_ids[annotation], span_id=str(number))
             if span is None:
                 raise VoronoiError(f"range ({start}, {end}) does not align to the doc's tokens")
             spans.append(span)

@@ -125,10 +125,10 @@ def broken(mutate):
         (lambda d: d["annotations"][0]["evidence_spans"][0].update(start_char=20), "annotation 0: evidence span 0: field 'start_char' (20) must be less than 'end_char' (20)"),
         (lambda d: d["annotations"][0]["evidence_spans"][0].update(start_char=-1), "annotation 0: evidence span 0: field 'start_char' is negative"),
         (lambda d: d["annotations"][3]["evidence_spans"][0].update(end_char=500), "annotation 3: evidence span 0: field 'end_char' (500) is beyond the end"),
-        (lambda d: d["annotations"][3]["evidence_spans"][0].update(text_snippet="nail"), "annotation 3: evidence span 0: field 'text_snippet'"),
         (lambda d: d["annotations"][0]["evidence_spans"][0].update(start_char="15"), "field 'start_char' must be an integer"),
         (lambda d: d["annotations"][0].update(assertion_status="maybe"), "annotation 0: field 'assertion_status'"),
-        (lambda d: d["annotations"][0].update(evidence_spans=[]), "annotation 0: field 'evidence_spans' must be a non-empty list"),
+        (lambda d: d["annotations"][0].update(evidence_spans={}), "annotation 0: field 'evidence_spans' must be a list"),
+        (lambda d: d["annotations"][0].update(hpo_id=""), "annotation 0: field 'hpo_id' must be a non-empty string"),
     ],
 )
 def test_validation_errors_name_file_annotation_and_field(blank_nlp, tmp_path, mutate, message):

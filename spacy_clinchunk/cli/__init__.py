@@ -15,6 +15,7 @@ COMMANDS = {
     "voronoi": "spacy_clinchunk.cli.voronoi",
     "evaluate": "spacy_clinchunk.cli.evaluate",
     "view": "spacy_clinchunk.cli.view",
+    "convert": "spacy_clinchunk.cli.convert",
 }
 
 

@@ -1,10 +1,16 @@
-"""``evaluate``: score a chunking pipeline against annotated documents (one table per corpus)."""
+"""``evaluate``: score a chunking pipeline against annotated documents (one table per corpus).
+
+Corpora may be our JSON, brat or BioC (``--format``). A file that cannot be read is
+reported on stderr and left out; the table is still printed, and the exit status is 1
+when any file ended in error (2 when nothing could be scored at all).
+"""
 import argparse
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from . import CLIError
+from .reading import add_reading_arguments, policy_of, report_notes, say
 
 COLUMNS = (
     ("chunk_integrity", "integrity", "{:.3f}"),
@@ -14,6 +20,7 @@ COLUMNS = (
     ("chunks_per_doc", "chunks/doc", "{:.1f}"),
     ("words_per_chunk", "words/chunk", "{:.1f}"),
     ("chunk_docs", "docs", "{}"),
+    ("unlocated_annotations", "unlocated", "{}"),
 )
 
 
@@ -28,7 +35,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--config", "-c", default=None, help="config file or saved pipeline directory")
     parser.add_argument("--strategy", default=None, help="named pipeline instead of --config")
     parser.add_argument("--data", nargs="+", required=True, metavar="DIR", help="annotated corpus folder(s)")
-    parser.add_argument("--pattern", default="**/*.json", help="glob of documents under each DIR")
+    parser.add_argument("--pattern", default=None, help="glob of documents under each DIR (default: by --format)")
+    add_reading_arguments(parser)
     parser.add_argument("--output", "-o", default=None, help="write the metrics as JSON here")
     parser.add_argument("--spans-key", default="clin_chunks", help="span group holding the chunks")
     parser.add_argument("--lang", default=None, help="language code; overrides the config")
@@ -37,8 +45,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
-    from ..annotations import AnnotationError
-    from ..evaluate import evaluate_corpus
+    from ..annotations import AnnotationError, annotation_summary, corpus_counts
+    from ..evaluate import evaluate_files
     from ..pipeline import PipelineError, load_pipeline
     from .chunk import parse_overrides
 
@@ -55,14 +63,30 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     except PipelineError as err:
         raise CLIError(str(err)) from err
     results: Dict[str, Dict[str, Any]] = {}
+    errors = 0
     for folder in args.data:
         name = _corpus_name(folder, results)
         try:
-            results[name] = evaluate_corpus(nlp, folder, args.pattern, args.spans_key, args.limit)
+            metrics, files = evaluate_files(
+                nlp, folder, args.pattern, args.spans_key, args.limit, None, args.format, args.unlocated, args.snippet_mismatch
+            )
         except AnnotationError as err:
             raise CLIError(str(err)) from err
-        if not results[name].get("chunk_docs"):
-            raise CLIError(f"no documents match {args.pattern} under {folder}")
+        results[name] = metrics
+        counts = corpus_counts(files)
+        for result in files:
+            for document in result.documents:
+                report_notes(document.origin, document.notes)
+            if result.outcome == "error":
+                say(f"error: {result.reason}")
+        errors += counts["error"]
+        if not metrics.get("chunk_docs") and not counts["error"]:
+            raise CLIError(f"no documents match {args.pattern or args.format + ' files'} under {folder}")
+        print(
+            f"{name}: {counts['files']} file(s): {counts['read']} read, {counts['skipped']} skipped, "
+            f"{counts['error']} error(s); {metrics.get('chunk_docs') or 0} document(s) scored; "
+            f"{annotation_summary(counts, policy_of(args))}"
+        )
     print(format_table(results))
     if args.output:
         report = {"config": str(source), "spans_key": args.spans_key, "corpora": results}
@@ -71,7 +95,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
             Path(args.output).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         except OSError as err:
             raise CLIError(f"cannot write {args.output}: {err.strerror or err}") from err
-    return 0
+    return 1 if errors else 0
 
 
 def _corpus_name(folder: str, taken: Dict[str, Any]) -> str:
