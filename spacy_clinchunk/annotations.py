@@ -35,7 +35,7 @@ Tokens are split wherever an evidence span, territory or variant starts or ends
 inside a token, so every span is character-exact (``"milie"`` inside ``"families"``
 is kept, not widened or dropped). The text itself is never changed.
 
-``spacy_clinchunk.AnnotatedCorpus.v1`` (``[corpora]``, ``@readers``) yields
+``spacy_clinchunk.AnnotatedCorpus.v2`` (``[corpora]``, ``@readers``; v1 is the strict JSON-only first version) yields
 ``Example(nlp.make_doc(text), annotated_doc)`` for every document of every file
 matching a pattern; a file that cannot be read is logged and left out, the rest are read.
 """
@@ -732,7 +732,22 @@ class AnnotatedCorpus:
 @registry.readers("spacy_clinchunk.AnnotatedCorpus.v1")
 def annotated_corpus_v1(
     path: Path,
-    pattern: Optional[str] = DEFAULT_PATTERN,
+    pattern: str = DEFAULT_PATTERN,
+    expansion_ratios: List[float] = [0.0, 0.5, 1.0],
+    on_overlap: str = "merge",
+    multi_span_gap: int = DEFAULT_MULTI_SPAN_GAP,
+    limit: int = 0,
+) -> Callable[[Language], Iterable[Example]]:
+    """The first reader, kept with its meaning: our JSON schema only, and an unlocated
+    annotation or a snippet that does not match its text is an error. Use v2 for brat,
+    BioC and the lenient policies."""
+    return AnnotatedCorpus(path, pattern, expansion_ratios, on_overlap, multi_span_gap, limit, "json", "error", "error")
+
+
+@registry.readers("spacy_clinchunk.AnnotatedCorpus.v2")
+def annotated_corpus_v2(
+    path: Path,
+    pattern: Optional[str] = None,
     expansion_ratios: List[float] = [0.0, 0.5, 1.0],
     on_overlap: str = "merge",
     multi_span_gap: int = DEFAULT_MULTI_SPAN_GAP,
@@ -743,8 +758,8 @@ def annotated_corpus_v1(
 ) -> Callable[[Language], Iterable[Example]]:
     """Annotated documents (JSON, brat, BioC) as ``Example``s for ``[corpora]`` and ``nlp.evaluate``.
 
-    ``pattern`` null (``None``) reads every file of ``format`` by its ending. The new
-    arguments all default to the earlier behaviour for valid files.
+    ``pattern`` null (``None``) reads every file of ``format`` by its ending; unlocated
+    annotations are kept on the doc and snippet mismatches warn, by default.
     """
     return AnnotatedCorpus(
         path, pattern, expansion_ratios, on_overlap, multi_span_gap, limit, format, unlocated, snippet_mismatch

@@ -358,7 +358,7 @@ def test_registered_corpus_reader_reads_brat_and_bioc_from_config(tmp_path, blan
     from spacy.util import registry
 
     write_brat_pair(tmp_path, "case1", BRAT_TEXT, BRAT_ANN)
-    config = {"c": {"@readers": "spacy_clinchunk.AnnotatedCorpus.v1", "path": str(tmp_path), "pattern": None, "format": "brat"}}
+    config = {"c": {"@readers": "spacy_clinchunk.AnnotatedCorpus.v2", "path": str(tmp_path), "pattern": None, "format": "brat"}}
     [example] = list(registry.resolve(config)["c"](blank_nlp))
     assert example.reference._.doc_id == "case1" and len(example.reference.spans["annotations"]) == 5
     two = {"documents": [{"id": "x", "passages": [{"offset": 0, "text": "a b"}]}, {"id": "y", "passages": [{"offset": 0, "text": "c"}]}]}
