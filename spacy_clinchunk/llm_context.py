@@ -294,37 +294,56 @@ class LLMContext(Pipe):
     # -- windows ------------------------------------------------------------
     def window_ranges(self, doc: Doc) -> List[Tuple[int, int]]:
         """Token windows as ``(first_token, end_token)`` spaCy token indices."""
+        return [(start, end) for start, end, _ in self._windows(doc)]
+
+    def _windows(self, doc: Doc) -> List[Tuple[int, int, int]]:
+        """Windows with their tiktoken counts, in time linear in the note.
+
+        The note is encoded once; windows are fitted by bisect over the tokens' character
+        extents, and only the chosen window is re-encoded to verify it (an estimate can be
+        a token or two short of a fresh encode).
+        """
+        from spacy.attrs import IDX, IS_SPACE, LENGTH
+
         from .tokens import TokenOffsets, count_tokens
 
-        words = [token.i for token in doc if not token.is_space]
+        if not len(doc):
+            return []
+        table = doc.to_array([IDX, LENGTH, IS_SPACE]).tolist()
+        words = [i for i, row in enumerate(table) if not row[2]]
         if not words:
             return []
         text = doc.text
-        starts = [doc[i].idx for i in words]
-        ends = [doc[i].idx + len(doc[i]) for i in words]
-        offsets = TokenOffsets(text, self.encoding)
+        starts = [table[i][0] for i in words]
+        ends = [table[i][0] + table[i][1] for i in words]
+        encoding = self.encoding
+        whole = count_tokens(text[starts[0] : ends[-1]], encoding)
+        if whole <= self.chunk_size:  # most notes: one window, one encode
+            return [(words[0], words[-1] + 1, whole)]
+        offsets = TokenOffsets(text, encoding)
         boundaries = self._boundaries(doc, starts, ends)
         n = len(words)
         size, overlap = self.chunk_size, self.chunk_overlap
         tolerance = min(self.align_tolerance, size // 4)
-        windows: List[Tuple[int, int]] = []
+        windows: List[Tuple[int, int, int]] = []
         s = 0
         while True:
             first_char = starts[s]
             budget = size
-            for _ in range(8):  # the estimate can be a token or two short of a fresh encode
+            for _ in range(8):
                 e = self._fit(offsets, starts, ends, s, n, budget)
                 if e < n and boundaries:
                     b = boundaries[bisect_right(boundaries, e) - 1] if bisect_right(boundaries, e) else 0
                     if b > s and offsets.count(ends[b - 1], ends[e - 1]) <= tolerance:
                         e = b
-                excess = count_tokens(text[first_char : ends[e - 1]], self.encoding) - size
-                if excess <= 0 or e == s + 1:
+                tokens = count_tokens(text[first_char : ends[e - 1]], encoding)
+                if tokens <= size or e == s + 1:
                     break
-                budget -= excess
-            while e > s + 1 and count_tokens(text[first_char : ends[e - 1]], self.encoding) > size:
+                budget -= tokens - size
+            while e > s + 1 and tokens > size:
                 e -= 1
-            windows.append((words[s], words[e - 1] + 1))
+                tokens = count_tokens(text[first_char : ends[e - 1]], encoding)
+            windows.append((words[s], words[e - 1] + 1, tokens))
             if e >= n:
                 return windows
             last_char = ends[e - 1]
@@ -391,18 +410,20 @@ class LLMContext(Pipe):
 
     def make_chunks(self, doc: Doc) -> List[Span]:
         """Write the window group and the chunk attributes (no context yet)."""
+        counts: List[int] = []
         if not self.overwrite and self.spans_key in doc.spans:
             spans = list(doc.spans[self.spans_key])
         else:
-            spans = [Span(doc, start, end) for start, end in self.window_ranges(doc)]
-            doc.spans[self.spans_key] = spans
+            windows = self._windows(doc)
+            doc.spans[self.spans_key] = [Span(doc, start, end) for start, end, _ in windows]
             spans = list(doc.spans[self.spans_key])
+            counts = [tokens for _, _, tokens in windows]
         from .tokens import count_tokens
 
         doc_id = doc._.doc_id or _content_id(doc.text)
         for index, span in enumerate(spans):
             span._.chunk_id = f"{doc_id}_chunk_{index}"
-            span._.token_count = count_tokens(span.text, self.encoding)
+            span._.token_count = counts[index] if counts else count_tokens(span.text, self.encoding)
             span._.context = ""
             span._.enriched_text = span.text
         return spans
