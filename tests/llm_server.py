@@ -31,6 +31,7 @@ import socket
 import threading
 import time
 from collections import deque
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Deque, Dict, List, Optional
 
@@ -238,14 +239,11 @@ def _send(handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: O
 
 
 def _send_raw(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: Optional[Dict[str, str]] = None) -> None:
+    """The whole response in one write: no small trailing segment for delayed ACKs to stall."""
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "Content-Type: application/json", f"Content-Length: {len(data)}"]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
     try:
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(data)
+        handler.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
     except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
         pass
 

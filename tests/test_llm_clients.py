@@ -1,5 +1,7 @@
 """LLM clients against a real HTTP server on 127.0.0.1: APIs, retries, errors, secrets."""
 import logging
+import time
+from email.utils import formatdate
 
 import pytest
 from spacy.util import registry
@@ -100,13 +102,21 @@ def test_retries_give_up_after_max_retries(server):
 
 
 def test_429_honours_retry_after(server):
-    server.retry_after = "0.4"
+    server.retry_after = "1"  # delay-seconds is an integer (RFC 9110)
     server.queue("429")
     client = ollama(server.url, backoff=30.0, max_backoff=30.0)  # backoff would wait far longer
     completion = client.complete(PROMPT)
     assert completion.text == answer_for(PROMPT)
     first, second = server.requests
-    assert 0.35 <= second["time"] - first["time"] < 10
+    assert 0.95 <= second["time"] - first["time"] < 10
+
+
+def test_retry_after_as_an_http_date(server):
+    server.retry_after = formatdate(time.time() + 2, usegmt=True)  # whole seconds: waits ~1-2 s
+    server.queue("429")
+    ollama(server.url, backoff=30.0, max_backoff=30.0).complete(PROMPT)
+    first, second = server.requests
+    assert 0.5 <= second["time"] - first["time"] < 10
 
 
 def test_retry_after_is_capped(server):
