@@ -355,9 +355,9 @@ class LLMContext(Pipe):
     # -- windows ------------------------------------------------------------
     def window_ranges(self, doc: Doc) -> List[Tuple[int, int]]:
         """Token windows as ``(first_token, end_token)`` spaCy token indices."""
-        return [(start, end) for start, end, _ in self._windows(doc)]
+        return [(start, end) for start, end, _ in self._windows(doc, doc.text)]
 
-    def _windows(self, doc: Doc) -> List[Tuple[int, int, int]]:
+    def _windows(self, doc: Doc, text: str) -> List[Tuple[int, int, int]]:
         """Windows with their tiktoken counts, in time linear in the note.
 
         The note is encoded once; windows are fitted by bisect over the tokens' character
@@ -370,13 +370,13 @@ class LLMContext(Pipe):
 
         if not len(doc):
             return []
-        table = doc.to_array([IDX, LENGTH, IS_SPACE]).tolist()
-        words = [i for i, row in enumerate(table) if not row[2]]
-        if not words:
+        table = doc.to_array([IDX, LENGTH, IS_SPACE])
+        kept = table[table[:, 2] == 0]
+        if not len(kept):
             return []
-        text = doc.text
-        starts = [table[i][0] for i in words]
-        ends = [table[i][0] + table[i][1] for i in words]
+        words = (table[:, 2] == 0).nonzero()[0].tolist()
+        starts = kept[:, 0].tolist()
+        ends = (kept[:, 0] + kept[:, 1]).tolist()
         encoding = self.encoding
         whole = count_tokens(text[starts[0] : ends[-1]], encoding)
         if whole <= self.chunk_size:  # most notes: one window, one encode
@@ -469,19 +469,20 @@ class LLMContext(Pipe):
             found.add(bisect_right(ends, end))
         return sorted(b for b in found if 0 < b < len(starts))
 
-    def make_chunks(self, doc: Doc) -> List[Span]:
+    def make_chunks(self, doc: Doc, text: Optional[str] = None) -> List[Span]:
         """Write the window group and the chunk attributes (no context yet)."""
         counts: List[int] = []
         if not self.overwrite and self.spans_key in doc.spans:
             spans = list(doc.spans[self.spans_key])
         else:
-            windows = self._windows(doc)
+            text = doc.text if text is None else text
+            windows = self._windows(doc, text)
             doc.spans[self.spans_key] = [Span(doc, start, end) for start, end, _ in windows]
             spans = list(doc.spans[self.spans_key])
             counts = [tokens for _, _, tokens in windows]
         from .tokens import count_tokens
 
-        doc_id = doc._.doc_id or _content_id(doc.text)
+        doc_id = doc._.doc_id or _content_id(doc.text if text is None else text)
         for index, span in enumerate(spans):
             span._.chunk_id = f"{doc_id}_chunk_{index}"
             span._.token_count = counts[index] if counts else count_tokens(span.text, self.encoding)
@@ -559,10 +560,10 @@ class LLMContext(Pipe):
         try:
             if self.template is None:
                 raise ValueError(self._template_error or f"{self.name}: no prompt template")
-            spans = self.make_chunks(doc)
+            text = doc.text
+            spans = self.make_chunks(doc, text)
             if not spans:
                 return work
-            text = doc.text
             if not self.uses_llm:
                 for i, span in enumerate(spans):
                     _set_context(span, self.model.describe(text, span.start_char, span.end_char, self.document_type, i, len(spans)))
