@@ -15,6 +15,8 @@ deadline per request (``total_timeout``, enforced by closing the socket), and
 ``Retry-After``; other 4xx fail at once. Server bodies can echo the prompt (note text),
 so they are logged at DEBUG only, never put into error messages.
 """
+import heapq
+import itertools
 import json
 import logging
 import os
@@ -24,6 +26,7 @@ import threading
 import time
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 
 from spacy.util import registry
@@ -122,10 +125,9 @@ class HTTPClient:
         with self._session_lock:
             if self._session is None or self._session_pid != os.getpid():
                 import requests
-                from requests.adapters import HTTPAdapter
 
                 session = requests.Session()
-                adapter = HTTPAdapter(pool_connections=4, pool_maxsize=self.pool_size, max_retries=0)
+                adapter = _deadline_adapter()(pool_connections=4, pool_maxsize=self.pool_size, max_retries=0)
                 session.mount("http://", adapter)
                 session.mount("https://", adapter)
                 self._session, self._session_pid = session, os.getpid()
@@ -139,20 +141,21 @@ class HTTPClient:
         import requests
 
         url = f"{self.base_url}{path}"
-        deadline = time.monotonic() + self.total_timeout
         timeout = (min(self.connect_timeout, self.total_timeout), min(self.read_timeout, self.total_timeout))
+        watch = _WATCHDOG.watch(self.total_timeout)
+        _current.watch = watch
         try:
-            response = self.session.post(url, json=body, headers=self.headers(), timeout=timeout, stream=True)
-            try:
-                content = _read_before(response, deadline)
-            finally:
-                response.close()
-        except requests.Timeout as err:
-            raise TransientLLMError(f"timeout talking to {url} ({type(err).__name__})") from err
+            response = self.session.post(url, json=body, headers=self.headers(), timeout=timeout)
+            content = response.content
         except requests.RequestException as err:
-            if time.monotonic() >= deadline:
+            if watch.expired:
                 raise TransientLLMError(f"no complete answer from {url} within total_timeout={self.total_timeout:g}s") from err
+            if isinstance(err, requests.Timeout):
+                raise TransientLLMError(f"timeout talking to {url} ({type(err).__name__})") from err
             raise TransientLLMError(f"cannot connect to {url} ({type(err).__name__})") from err
+        finally:
+            watch.finish()
+            _current.watch = None
         return self._parse(url, response, content)
 
     def _parse(self, url: str, response: Any, content: bytes) -> Dict[str, Any]:
@@ -479,32 +482,80 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _read_before(response: Any, deadline: float) -> bytes:
-    """The whole body, or an error once ``deadline`` passes (a trickling server included).
-
-    ``requests`` only bounds the gap between two reads, so a timer shuts the socket
-    down at the deadline; the blocked read then fails at once.
-    """
-    remaining = deadline - time.monotonic()
-    connection = getattr(response.raw, "connection", None)
-    sock = getattr(connection, "sock", None)
-    if remaining <= 0 or sock is None:
-        if remaining <= 0:
-            raise _deadline_error()
-        return response.content
-    timer = threading.Timer(remaining, _shut_down, (sock,))
-    timer.daemon = True
-    timer.start()
-    try:
-        return response.content
-    finally:
-        timer.cancel()
+# -- the total deadline ------------------------------------------------------------
+# ``requests`` bounds only the wait for each read, so a server that trickles a byte at a
+# time never times out. Each request gets a watch; the connection it uses registers its
+# socket there, and a timer shuts that socket down at the deadline (connect, send,
+# headers or body), which fails the blocked call at once.
+_current = threading.local()
 
 
-def _deadline_error() -> Exception:
-    import requests
+class _Watch:
+    """The socket one request is using, shut down if the request outlives its deadline."""
 
-    return requests.ConnectionError("total_timeout passed")
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.sock: Optional[socket.socket] = None
+        self.expired = False
+        self.done = False
+        self.lock = threading.Lock()
+
+    def attach(self, sock: Optional[socket.socket]) -> None:
+        with self.lock:
+            self.sock = sock
+            if self.expired and not self.done and sock is not None:
+                _shut_down(sock)
+
+    def expire(self) -> None:
+        with self.lock:
+            if not self.done:
+                self.expired = True
+                if self.sock is not None:
+                    _shut_down(self.sock)
+
+    def finish(self) -> None:
+        with self.lock:
+            self.done = True
+
+
+class _Watchdog:
+    """One thread per process that expires overdue watches (no thread per request)."""
+
+    def __init__(self) -> None:
+        self._heap: List[Tuple[float, int, _Watch]] = []
+        self._cond = threading.Condition()
+        self._count = itertools.count()
+        self._pid: Optional[int] = None
+
+    def watch(self, seconds: float) -> _Watch:
+        watch = _Watch(time.monotonic() + seconds)
+        with self._cond:
+            if self._pid != os.getpid():  # first use, or a forked child without the thread
+                self._heap, self._pid = [], os.getpid()
+                threading.Thread(target=self._run, name="clinchunk-llm-deadline", daemon=True).start()
+            earliest = not self._heap or watch.deadline < self._heap[0][0]
+            heapq.heappush(self._heap, (watch.deadline, next(self._count), watch))
+            if earliest:
+                self._cond.notify()
+        return watch
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                while self._heap and (self._heap[0][2].done or self._heap[0][0] <= now):
+                    _, _, watch = heapq.heappop(self._heap)
+                    watch.expire()
+                self._cond.wait(self._heap[0][0] - now if self._heap else None)
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _watch_socket(sock: Optional[socket.socket]) -> None:
+    watch = getattr(_current, "watch", None)
+    if watch is not None:
+        watch.attach(sock)
 
 
 def _shut_down(sock: socket.socket) -> None:
@@ -512,6 +563,54 @@ def _shut_down(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:  # already closed
         pass
+
+
+@lru_cache(maxsize=None)
+def _deadline_adapter() -> type:
+    """A ``requests`` adapter whose urllib3 connections report their socket to the request's watch.
+
+    Built on first use (``requests`` is not imported with the package), through
+    urllib3's documented extension points: ``ConnectionCls`` and ``pool_classes_by_scheme``.
+    """
+    from requests.adapters import HTTPAdapter
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    class Watched:
+        def connect(self) -> None:
+            super().connect()
+            _watch_socket(self.sock)
+
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            _watch_socket(self.sock)  # a kept-alive connection: already connected
+            return super().request(*args, **kwargs)
+
+    class WatchedHTTP(Watched, HTTPConnection):
+        pass
+
+    class WatchedHTTPS(Watched, HTTPSConnection):
+        pass
+
+    class WatchedHTTPPool(HTTPConnectionPool):
+        ConnectionCls = WatchedHTTP
+
+    class WatchedHTTPSPool(HTTPSConnectionPool):
+        ConnectionCls = WatchedHTTPS
+
+    classes = {"http": WatchedHTTPPool, "https": WatchedHTTPSPool}
+
+    class DeadlineAdapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = classes
+
+        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+            manager = super().proxy_manager_for(proxy, **kwargs)
+            if hasattr(manager, "pool_classes_by_scheme"):
+                manager.pool_classes_by_scheme = classes
+            return manager
+
+    return DeadlineAdapter
 
 
 def _log_retry(state: Any) -> None:

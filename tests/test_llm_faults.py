@@ -43,8 +43,9 @@ def contexts(docs):
 
 
 # -- the total deadline --------------------------------------------------------------
-def test_a_trickling_body_fails_at_the_total_deadline_and_is_retried():
-    with SocketFaultServer("trickle", interval=0.1) as server:  # a whole answer would take ~15 s
+@pytest.mark.parametrize("mode", ["trickle", "trickle_headers"])
+def test_a_trickling_answer_fails_at_the_total_deadline_and_is_retried(mode):
+    with SocketFaultServer(mode, interval=0.1) as server:  # a whole answer would take ~15 s
         started = time.monotonic()
         with pytest.raises(TransientLLMError, match="total_timeout") as info:
             client(server.url, read_timeout=5.0, total_timeout=0.6, max_retries=1).complete(PROMPT)
