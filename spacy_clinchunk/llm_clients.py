@@ -152,7 +152,9 @@ class HTTPClient:
                 raise TransientLLMError(f"no complete answer from {url} within total_timeout={self.total_timeout:g}s") from err
             if isinstance(err, requests.Timeout):
                 raise TransientLLMError(f"timeout talking to {url} ({type(err).__name__})") from err
-            raise TransientLLMError(f"cannot connect to {url} ({type(err).__name__})") from err
+            if _never_connected(err):
+                raise TransientLLMError(f"cannot connect to {url}") from err
+            raise TransientLLMError(f"connection to {url} broke off ({type(err).__name__})") from err
         finally:
             watch.finish()
             _current.watch = None
@@ -556,6 +558,14 @@ def _watch_socket(sock: Optional[socket.socket]) -> None:
     watch = getattr(_current, "watch", None)
     if watch is not None:
         watch.attach(sock)
+
+
+def _never_connected(err: Exception) -> bool:
+    """Whether ``requests`` failed before a connection existed (refused, unreachable, DNS)."""
+    from urllib3.exceptions import NewConnectionError
+
+    reason = getattr(err.args[0], "reason", None) if err.args else None
+    return isinstance(reason, NewConnectionError)
 
 
 def _shut_down(sock: socket.socket) -> None:
