@@ -547,6 +547,7 @@ class LLMContext(Pipe):
         try:
             for index, doc in enumerate(stream):
                 in_flight.append(self._start(doc, index, state))
+                time.sleep(0)  # let waiting call threads take the GIL now, not after the 5 ms switch interval
                 while in_flight and (len(in_flight) > limit or in_flight[0].ready()):
                     yield self._finish(in_flight.popleft())
             while in_flight:
@@ -574,16 +575,17 @@ class LLMContext(Pipe):
                 return work
             breaker, unique = state.for_document(index, self.max_consecutive_failures)
             for span in spans:
-                work.jobs.append(self._job(span, document, breaker, unique, state))
+                work.jobs.append(self._job(span, text, document, breaker, unique, state))
         except LLMContextError:
             raise
         except Exception as err:  # routed like spaCy's own pipes
             work.jobs, work.error = [], err
         return work
 
-    def _job(self, span: Span, document: str, breaker: "_Breaker", unique: Dict[str, "_Job"], state: "_StreamState") -> "_Job":
-        prompt = self.render(document, span.text)
-        key = cache_key(self.model.identity, self.template_version, document, span.text) if self.cache is not None else None
+    def _job(self, span: Span, text: str, document: str, breaker: "_Breaker", unique: Dict[str, "_Job"], state: "_StreamState") -> "_Job":
+        chunk = text[span.start_char : span.end_char]  # == span.text, without a walk over its tokens
+        prompt = self.render(document, chunk)
+        key = cache_key(self.model.identity, self.template_version, document, chunk) if self.cache is not None else None
         job = _Job(span, prompt, key)
         hit = self._cache_get(key)
         cleaned = clean_context(hit["text"], self.encoding, self.context_size) if hit else ""

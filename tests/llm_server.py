@@ -58,7 +58,23 @@ def refused_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-class FakeLLMServer:
+class _Server:
+    """``with Server(...) as server:`` starts and stops it."""
+
+    def start(self) -> Any:  # pragma: no cover - defined by each server
+        raise NotImplementedError
+
+    def stop(self) -> None:  # pragma: no cover - defined by each server
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class FakeLLMServer(_Server):
     def __init__(self, latency: float = 0.0, model: str = "phi4", jitter: float = 0.0) -> None:
         self.latency = latency
         self.jitter = jitter  # extra random latency in [0, jitter): answers complete out of order
@@ -88,12 +104,6 @@ class FakeLLMServer:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
-
-    def __enter__(self) -> "FakeLLMServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:
@@ -261,7 +271,7 @@ def _make_handler(server: FakeLLMServer):
     return Handler
 
 
-class SocketFaultServer:
+class SocketFaultServer(_Server):
     """A raw TCP server on 127.0.0.1 for faults below HTTP.
 
     Modes: ``trickle`` (valid headers, then the JSON answer one byte every ``interval``
@@ -290,12 +300,6 @@ class SocketFaultServer:
         self._stop.set()
         if self._sock is not None:
             self._sock.close()
-
-    def __enter__(self) -> "SocketFaultServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:
