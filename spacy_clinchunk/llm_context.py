@@ -6,10 +6,13 @@ sentence or chunk boundaries. For each window an LLM (or the heuristic builder) 
 a short context that situates it in the note; ``Span._.enriched_text`` is that context,
 a blank line and the window's text, ready to embed.
 
-Requests for one batch of notes run ``max_concurrency`` at a time, document first in
-the prompt so servers reuse the cached prefix across a note's chunks. Answers go to a
-persistent SQLite cache; failures get the fallback context and are counted, never
-raised unless ``strict``.
+Windowing costs one tiktoken encode per note plus one per window (linear in the note).
+Requests run ``max_concurrency`` at a time from a bounded queue that spans documents and
+batches, so later notes are windowed while earlier ones wait on the server; documents
+come out in input order. The document goes first in the prompt so servers reuse the
+cached prefix across a note's chunks. Answers go to a persistent SQLite cache (a broken
+one is dropped with a warning, never at the cost of chunks); failures get the fallback
+context and are counted, never raised unless ``strict``.
 """
 import hashlib
 import logging
@@ -714,8 +717,8 @@ class LLMContext(Pipe):
             self._drop_cache(err)
 
     def _drop_cache(self, err: Exception) -> None:
-        path = self._cache.path if self._cache is not None else self.cache_path
-        self._cache = None
+        cache, self._cache = self._cache, None  # pool threads may get here together
+        path = cache.path if cache is not None else self.cache_path
         _warn_once(f"{self.name}: the LLM cache at {path} failed ({type(err).__name__}: {err}); continuing without it")
 
     def _fail(self, job: _Job) -> None:
