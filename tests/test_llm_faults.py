@@ -85,7 +85,7 @@ def test_trickle_opens_the_breaker_and_keeps_every_chunk():
     assert server.connections == 2, "the breaker stops calling after two trickling requests"
     assert doc._.llm_context_failures == len(spans)
     assert all(s._.context.startswith("Clinical Note") for s in spans)  # the fallback's context
-    assert elapsed < 3.0, elapsed
+    assert elapsed < 6.0, elapsed  # a full trickled answer would take ~30 s per chunk
 
 
 # -- note text stays off stderr -------------------------------------------------------
