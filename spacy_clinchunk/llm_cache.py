@@ -2,7 +2,8 @@
 
 The cache holds clinical text, so the file is created with mode 0600. WAL mode and a
 busy timeout make it safe to share between threads and processes; every answer is
-committed as soon as it arrives, so an interrupted run resumes where it stopped.
+committed as soon as it arrives, so an interrupted run resumes where it stopped. A file
+that is not a SQLite cache is moved aside (``<name>.corrupt-<time>``), never deleted.
 """
 import hashlib
 import json
@@ -10,6 +11,7 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, Optional, Union
 
@@ -64,26 +66,59 @@ class SQLiteCache:
         self._pid: Optional[int] = None
 
     # -- connection ---------------------------------------------------------
+    def open(self) -> "SQLiteCache":
+        """Connect now; a file that is not a usable SQLite cache is moved aside (never deleted)."""
+        with self._lock:
+            self._connect()
+        return self
+
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
+        try:
+            conn = self._open_file()
+        except sqlite3.DatabaseError as err:
+            if isinstance(err, sqlite3.OperationalError) or not self.path.is_file():
+                raise  # unwritable or missing: the caller runs without a cache
+            aside = self._move_aside()
+            warnings.warn(f"LLM cache {self.path} is not a usable SQLite file ({err}); moved it to {aside}", UserWarning)
+            conn = self._open_file()
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    def _open_file(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not self.path.exists():  # create it private before SQLite opens it
             fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
             os.close(fd)
         os.chmod(self.path, 0o600)
         conn = sqlite3.connect(str(self.path), timeout=self.timeout, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(_SCHEMA)
-        conn.commit()
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(_SCHEMA)
+            conn.execute("SELECT key, model, template_version, value, created FROM answers LIMIT 1").fetchall()
+            conn.commit()
+        except sqlite3.Error:
+            conn.close()
+            raise
         for suffix in ("-wal", "-shm"):
             sidecar = Path(str(self.path) + suffix)
             if sidecar.exists():
                 os.chmod(sidecar, 0o600)
-        self._conn, self._pid = conn, os.getpid()
         return conn
+
+    def _move_aside(self) -> Path:
+        """Rename the unusable file (and its WAL side files) to ``<name>.corrupt-<time>``."""
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
+        os.replace(self.path, aside)
+        for suffix in ("-wal", "-shm"):
+            sidecar = Path(str(self.path) + suffix)
+            if sidecar.exists():
+                os.replace(sidecar, Path(str(aside) + suffix))
+        return aside
 
     def close(self) -> None:
         with self._lock:

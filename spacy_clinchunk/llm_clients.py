@@ -7,20 +7,27 @@
 * ``spacy_clinchunk.HeuristicContext.v1``: no LLM; document type, section header and
   position in the note, for air-gapped use and as the fallback's content.
 
-The HTTP clients use one pooled ``requests`` session per process, explicit connect and
-read timeouts, ``"stream": false``, and retry connection errors, timeouts, 5xx and
-``{"error": ...}`` bodies with exponential backoff and jitter; 429 honours
-``Retry-After``; other 4xx fail at once.
+The HTTP clients share one keep-alive ``requests`` session per process (its pool sized
+to the component's concurrency), explicit connect and read timeouts plus a total
+deadline per request (``total_timeout``, enforced by closing the socket), and
+``"stream": false``. tenacity retries connection errors, timeouts, 5xx and
+``{"error": ...}`` bodies with jittered exponential backoff; 429 honours
+``Retry-After``; other 4xx fail at once. Server bodies can echo the prompt (note text),
+so they are logged at DEBUG only, never put into error messages.
 """
-import email.utils
+import heapq
+import itertools
+import json
 import logging
 import os
-import random
 import re
+import socket
 import threading
 import time
+from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from functools import lru_cache
+from typing import Any, Dict, List, Optional, Tuple
 
 from spacy.util import registry
 
@@ -68,20 +75,24 @@ class HTTPClient:
         max_output_tokens: int,
         connect_timeout: float,
         read_timeout: float,
+        total_timeout: float,
         max_retries: int,
         backoff: float,
         max_backoff: float,
         max_retry_after: float,
-        pool_size: int = 32,
+        pool_size: int = 4,
     ) -> None:
         if num_ctx <= max_output_tokens:
             raise ValueError(f"num_ctx ({num_ctx}) must exceed the output budget ({max_output_tokens})")
+        if not total_timeout or total_timeout <= 0:
+            raise ValueError(f"total_timeout must be a positive number of seconds, not {total_timeout!r}")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.num_ctx = int(num_ctx)
         self.max_output_tokens = int(max_output_tokens)
         self.connect_timeout = float(connect_timeout)
         self.read_timeout = float(read_timeout)
+        self.total_timeout = float(total_timeout)
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
@@ -101,16 +112,22 @@ class HTTPClient:
     def context_window(self) -> int:
         return self.num_ctx
 
+    def set_pool_size(self, size: int) -> None:
+        """Keep ``size`` connections alive: one per concurrent request of the component."""
+        with self._session_lock:
+            if int(size) > self.pool_size:
+                self.pool_size = int(size)
+                self._session = None  # rebuilt with the larger pool on the next request
+
     # -- HTTP -----------------------------------------------------------------
     @property
     def session(self) -> Any:
         with self._session_lock:
             if self._session is None or self._session_pid != os.getpid():
                 import requests
-                from requests.adapters import HTTPAdapter
 
                 session = requests.Session()
-                adapter = HTTPAdapter(pool_connections=4, pool_maxsize=self.pool_size, max_retries=0)
+                adapter = _deadline_adapter()(pool_connections=4, pool_maxsize=self.pool_size, max_retries=0)
                 session.mount("http://", adapter)
                 session.mount("https://", adapter)
                 self._session, self._session_pid = session, os.getpid()
@@ -120,44 +137,57 @@ class HTTPClient:
         return {"Content-Type": "application/json"}
 
     def post_json(self, path: str, body: Dict[str, Any]) -> Dict[str, Any]:
-        """One attempt: POST ``body``; parsed JSON, or a Transient/Permanent error."""
+        """One attempt within ``total_timeout``: POST ``body``; parsed JSON, or a Transient/Permanent error."""
         import requests
 
         url = f"{self.base_url}{path}"
+        timeout = (min(self.connect_timeout, self.total_timeout), min(self.read_timeout, self.total_timeout))
+        watch = _WATCHDOG.watch(self.total_timeout)
+        _current.watch = watch
         try:
-            response = self.session.post(
-                url, json=body, headers=self.headers(), timeout=(self.connect_timeout, self.read_timeout)
-            )
-        except requests.Timeout as err:
-            raise TransientLLMError(f"timeout talking to {url} ({type(err).__name__})") from err
-        except requests.ConnectionError as err:
-            raise TransientLLMError(f"cannot connect to {url}") from err
+            response = self.session.post(url, json=body, headers=self.headers(), timeout=timeout)
+            content = response.content
+        except requests.RequestException as err:
+            if watch.expired:
+                raise TransientLLMError(f"no complete answer from {url} within total_timeout={self.total_timeout:g}s") from err
+            if isinstance(err, requests.Timeout):
+                raise TransientLLMError(f"timeout talking to {url} ({type(err).__name__})") from err
+            if _never_connected(err):
+                raise TransientLLMError(f"cannot connect to {url}") from err
+            raise TransientLLMError(f"connection to {url} broke off ({type(err).__name__})") from err
+        finally:
+            watch.finish()
+            _current.watch = None
+        return self._parse(url, response, content)
+
+    def _parse(self, url: str, response: Any, content: bytes) -> Dict[str, Any]:
         status = response.status_code
-        message = _error_message(response)
+        if status >= 400:  # the body may echo the prompt: DEBUG only
+            logger.debug("HTTP %d from %s: %s", status, url, _short(content.decode("utf-8", "replace")))
         if status == 429:
-            raise TransientLLMError(
-                f"rate limited by {url} (HTTP 429)", retry_after=_retry_after(response.headers.get("Retry-After"))
-            )
+            retry_after = _retry_after(response.headers.get("Retry-After"))
+            raise TransientLLMError(f"rate limited by {url} (HTTP 429)", retry_after=retry_after)
         if status >= 500:
-            raise TransientLLMError(f"HTTP {status} from {url}: {message}")
+            raise TransientLLMError(f"HTTP {status} from {url}: {response.reason or 'server error'}")
         if status == 404:
-            raise PermanentLLMError(self.not_found_message(url, message))
+            raise PermanentLLMError(self.not_found_message(url))
         if status in (401, 403):
             raise PermanentLLMError(self.auth_message(url, status))
         if status >= 400:
-            raise PermanentLLMError(f"HTTP {status} from {url}: {message}")
+            raise PermanentLLMError(f"HTTP {status} from {url}: {response.reason or 'client error'}")
         try:
-            data = response.json()
+            data = json.loads(content)
         except ValueError as err:
             raise TransientLLMError(f"malformed JSON from {url}") from err
         if not isinstance(data, dict):
             raise TransientLLMError(f"unexpected JSON from {url}: not an object")
         if data.get("error"):
-            raise TransientLLMError(f"error from {url}: {_short(data['error'])}")
+            logger.debug("error body from %s: %s", url, _short(data["error"]))
+            raise TransientLLMError(f"error from {url} in a 200 answer (the body is logged at DEBUG)")
         return data
 
-    def not_found_message(self, url: str, message: str) -> str:
-        return f"HTTP 404 from {url}: {message}"
+    def not_found_message(self, url: str) -> str:
+        return f"HTTP 404 from {url}"
 
     def auth_message(self, url: str, status: int) -> str:
         return f"HTTP {status} from {url}: authentication failed"
@@ -167,32 +197,41 @@ class HTTPClient:
         raise NotImplementedError
 
     def complete(self, prompt: str) -> Completion:
-        started = time.perf_counter()
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                completion = self.request(prompt)
-                completion.seconds = time.perf_counter() - started
-                completion.attempts = attempt
-                return completion
-            except PermanentLLMError as err:
-                err.attempts = attempt
-                raise
-            except TransientLLMError as err:
-                if attempt > self.max_retries:
-                    final = TransientLLMError(f"{err} (gave up after {attempt} attempts)")
-                    final.attempts = attempt
-                    raise final from err
-                delay = self._delay(attempt, err.retry_after)
-                logger.debug("LLM request failed (%s); retry %d in %.2fs", err, attempt, delay)
-                time.sleep(delay)
+        from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
-    def _delay(self, attempt: int, retry_after: Optional[float]) -> float:
+        started = time.perf_counter()
+        retrying = Retrying(
+            retry=retry_if_exception_type(TransientLLMError),
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            before_sleep=_log_retry,
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    completion = self.request(prompt)
+        except PermanentLLMError as err:
+            err.attempts = retrying.statistics.get("attempt_number", 1)
+            raise
+        except TransientLLMError as err:
+            attempts = retrying.statistics.get("attempt_number", 1)
+            final = TransientLLMError(f"{err} (gave up after {attempts} attempts)")
+            final.attempts = attempts
+            raise final from err
+        completion.seconds = time.perf_counter() - started
+        completion.attempts = retrying.statistics.get("attempt_number", 1)
+        return completion
+
+    def _wait(self, state: Any) -> float:
+        """``Retry-After`` when the server sent one (capped), else jittered exponential backoff."""
+        from tenacity import wait_random_exponential
+
+        error = state.outcome.exception() if state.outcome is not None else None
+        retry_after = getattr(error, "retry_after", None)
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_retry_after)
-        ceiling = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
-        return ceiling * (0.5 + random.random() / 2)  # exponential backoff, jittered
+        return wait_random_exponential(multiplier=self.backoff, max=self.max_backoff)(state)
 
     def __getstate__(self) -> Dict[str, Any]:  # sessions and locks stay in their process
         state = dict(self.__dict__)
@@ -247,9 +286,9 @@ class OllamaClient(HTTPClient):
             raise TransientLLMError(f"no answer text in Ollama's /api/{self.endpoint} response")
         return Completion(text, _int(data.get("prompt_eval_count")), _int(data.get("eval_count")))
 
-    def not_found_message(self, url: str, message: str) -> str:
+    def not_found_message(self, url: str) -> str:
         return (
-            f"Ollama at {self.base_url} does not have model '{self.model}' ({message}); "
+            f"HTTP 404 from {url}: Ollama at {self.base_url} does not have model '{self.model}'; "
             f"run `ollama pull {self.model}` on that server"
         )
 
@@ -294,8 +333,8 @@ class OpenAICompatibleClient(HTTPClient):
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return Completion(text, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
 
-    def not_found_message(self, url: str, message: str) -> str:
-        return f"HTTP 404 from {url}: model '{self.model}' or the endpoint does not exist ({message})"
+    def not_found_message(self, url: str) -> str:
+        return f"HTTP 404 from {url}: model '{self.model}' or the endpoint does not exist"
 
     def auth_message(self, url: str, status: int) -> str:
         where = f"set the environment variable {self.api_key_env}" if self.api_key_env else "configure api_key_env"
@@ -317,6 +356,7 @@ class HeuristicContext:
     def __init__(self, document_type: Optional[str], include_position: bool) -> None:
         self.document_type = document_type
         self.include_position = include_position
+        self._headers: Optional[Tuple[str, List[int], List[str]]] = None  # the last note's headers
 
     @property
     def identity(self) -> str:
@@ -326,13 +366,24 @@ class HeuristicContext:
         """The last header at or before ``start`` (or on the chunk's first line)."""
         line_end = text.find("\n", start)
         limit = len(text) if line_end == -1 else line_end
-        found: Optional[str] = None
-        where = -1
-        for pattern in (_HEADER, _CAPS_LINE):
-            for match in pattern.finditer(text, 0, limit):
-                if match.start() > where and len(match.group("name").split()) <= 6:
-                    found, where = match.group("name").strip(), match.start()
-        return found
+        positions, names = self._find_headers(text)
+        index = bisect_left(positions, limit) - 1  # headers never span lines
+        return names[index] if index >= 0 else None
+
+    def _find_headers(self, text: str) -> Tuple[List[int], List[str]]:
+        """Header positions and names of ``text``, found once per note (not once per chunk)."""
+        if self._headers is None or self._headers[0] is not text:
+            found: Dict[int, str] = {}
+            for pattern in (_HEADER, _CAPS_LINE):
+                for match in pattern.finditer(text):
+                    if len(match.group("name").split()) <= 6:
+                        found.setdefault(match.start(), match.group("name").strip())
+            positions = sorted(found)
+            self._headers = (text, positions, [found[p] for p in positions])
+        return self._headers[1], self._headers[2]
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {**self.__dict__, "_headers": None}
 
     def describe(self, text: str, start: int, end: int, document_type: str, index: int, total: int) -> str:
         kind = self.document_type or document_type or "Clinical note"
@@ -352,6 +403,18 @@ class HeuristicContext:
 
 
 # -- registered functions ----------------------------------------------------
+# -- registered functions ----------------------------------------------------
+# Settings both HTTP clients take as they are; each registered function adds its own.
+_HTTP_SETTINGS = (
+    "base_url", "model", "num_ctx", "connect_timeout", "read_timeout", "total_timeout",
+    "max_retries", "backoff", "max_backoff", "max_retry_after",
+)
+
+
+def _http_settings(values: Dict[str, Any]) -> Dict[str, Any]:
+    return {name: values[name] for name in _HTTP_SETTINGS}
+
+
 @registry.misc("spacy_clinchunk.Ollama.v1")
 def ollama_v1(
     base_url: str = "http://localhost:11434",
@@ -367,22 +430,12 @@ def ollama_v1(
     backoff: float = 0.5,
     max_backoff: float = 8.0,
     max_retry_after: float = 60.0,
+    total_timeout: float = 180.0,
 ) -> OllamaClient:
     """Ollama client. ``options`` go to Ollama as is (``temperature`` defaults to 0)."""
     return OllamaClient(
-        base_url=base_url,
-        model=model,
-        endpoint=endpoint,
-        num_ctx=num_ctx,
-        max_output_tokens=num_predict,
-        options=options,
-        keep_alive=keep_alive,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        max_retries=max_retries,
-        backoff=backoff,
-        max_backoff=max_backoff,
-        max_retry_after=max_retry_after,
+        endpoint=endpoint, options=options, keep_alive=keep_alive, max_output_tokens=num_predict,
+        **_http_settings(locals()),
     )
 
 
@@ -401,22 +454,12 @@ def openai_compatible_v1(
     backoff: float = 0.5,
     max_backoff: float = 8.0,
     max_retry_after: float = 60.0,
+    total_timeout: float = 180.0,
 ) -> OpenAICompatibleClient:
     """OpenAI-compatible chat completions; the key is read from ``$api_key_env`` per request."""
     return OpenAICompatibleClient(
-        base_url=base_url,
-        model=model,
-        api_key_env=api_key_env,
-        num_ctx=num_ctx,
-        max_output_tokens=max_tokens,
-        temperature=temperature,
-        extra_body=extra_body,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        max_retries=max_retries,
-        backoff=backoff,
-        max_backoff=max_backoff,
-        max_retry_after=max_retry_after,
+        api_key_env=api_key_env, temperature=temperature, extra_body=extra_body, max_output_tokens=max_tokens,
+        **_http_settings(locals()),
     )
 
 
@@ -441,28 +484,158 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _error_message(response: Any) -> str:
-    if response.status_code < 400:
-        return ""
+# -- the total deadline ------------------------------------------------------------
+# ``requests`` bounds only the wait for each read, so a server that trickles a byte at a
+# time never times out. Each request gets a watch; the connection it uses registers its
+# socket there, and a timer shuts that socket down at the deadline (connect, send,
+# headers or body), which fails the blocked call at once.
+_current = threading.local()
+
+
+class _Watch:
+    """The socket one request is using, shut down if the request outlives its deadline."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.sock: Optional[socket.socket] = None
+        self.expired = False
+        self.done = False
+        self.lock = threading.Lock()
+
+    def attach(self, sock: Optional[socket.socket]) -> None:
+        with self.lock:
+            self.sock = sock
+            if self.expired and not self.done and sock is not None:
+                _shut_down(sock)
+
+    def expire(self) -> None:
+        with self.lock:
+            if not self.done:
+                self.expired = True
+                if self.sock is not None:
+                    _shut_down(self.sock)
+
+    def finish(self) -> None:
+        with self.lock:
+            self.done = True
+
+
+class _Watchdog:
+    """One thread per process that expires overdue watches (no thread per request)."""
+
+    def __init__(self) -> None:
+        self._heap: List[Tuple[float, int, _Watch]] = []
+        self._cond = threading.Condition()
+        self._count = itertools.count()
+        self._pid: Optional[int] = None
+
+    def watch(self, seconds: float) -> _Watch:
+        watch = _Watch(time.monotonic() + seconds)
+        with self._cond:
+            if self._pid != os.getpid():  # first use, or a forked child without the thread
+                self._heap, self._pid = [], os.getpid()
+                threading.Thread(target=self._run, name="clinchunk-llm-deadline", daemon=True).start()
+            earliest = not self._heap or watch.deadline < self._heap[0][0]
+            heapq.heappush(self._heap, (watch.deadline, next(self._count), watch))
+            if earliest:
+                self._cond.notify()
+        return watch
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                while self._heap and (self._heap[0][2].done or self._heap[0][0] <= now):
+                    _, _, watch = heapq.heappop(self._heap)
+                    watch.expire()
+                self._cond.wait(self._heap[0][0] - now if self._heap else None)
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _watch_socket(sock: Optional[socket.socket]) -> None:
+    watch = getattr(_current, "watch", None)
+    if watch is not None:
+        watch.attach(sock)
+
+
+def _never_connected(err: Exception) -> bool:
+    """Whether ``requests`` failed before a connection existed (refused, unreachable, DNS)."""
+    from urllib3.exceptions import NewConnectionError
+
+    reason = getattr(err.args[0], "reason", None) if err.args else None
+    return isinstance(reason, NewConnectionError)
+
+
+def _shut_down(sock: socket.socket) -> None:
     try:
-        data = response.json()
-        if isinstance(data, dict) and data.get("error"):
-            return _short(data["error"])
-    except ValueError:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed
         pass
-    return response.reason or "error"
+
+
+@lru_cache(maxsize=None)
+def _deadline_adapter() -> type:
+    """A ``requests`` adapter whose urllib3 connections report their socket to the request's watch.
+
+    Built on first use (``requests`` is not imported with the package), through
+    urllib3's documented extension points: ``ConnectionCls`` and ``pool_classes_by_scheme``.
+    """
+    from requests.adapters import HTTPAdapter
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    class Watched:
+        def connect(self) -> None:
+            super().connect()
+            _watch_socket(self.sock)
+
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            _watch_socket(self.sock)  # a kept-alive connection: already connected
+            return super().request(*args, **kwargs)
+
+    class WatchedHTTP(Watched, HTTPConnection):
+        pass
+
+    class WatchedHTTPS(Watched, HTTPSConnection):
+        pass
+
+    class WatchedHTTPPool(HTTPConnectionPool):
+        ConnectionCls = WatchedHTTP
+
+    class WatchedHTTPSPool(HTTPSConnectionPool):
+        ConnectionCls = WatchedHTTPS
+
+    classes = {"http": WatchedHTTPPool, "https": WatchedHTTPSPool}
+
+    class DeadlineAdapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = classes
+
+        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+            manager = super().proxy_manager_for(proxy, **kwargs)
+            if hasattr(manager, "pool_classes_by_scheme"):
+                manager.pool_classes_by_scheme = classes
+            return manager
+
+    return DeadlineAdapter
+
+
+def _log_retry(state: Any) -> None:
+    error = state.outcome.exception() if state.outcome is not None else None
+    logger.debug("LLM request failed (%s); retry %d", error, state.attempt_number)
 
 
 def _retry_after(value: Optional[str]) -> Optional[float]:
-    """``Retry-After`` in seconds or as an HTTP date."""
+    """``Retry-After`` in seconds or as an HTTP date (urllib3's parser); ``None`` if absent or invalid."""
     if not value:
         return None
+    from urllib3.exceptions import InvalidHeader
+    from urllib3.util.retry import Retry
+
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        return Retry(0).parse_retry_after(value)
+    except InvalidHeader:
         return None
-    return max(0.0, when.timestamp() - time.time())

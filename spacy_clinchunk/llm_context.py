@@ -6,29 +6,34 @@ sentence or chunk boundaries. For each window an LLM (or the heuristic builder) 
 a short context that situates it in the note; ``Span._.enriched_text`` is that context,
 a blank line and the window's text, ready to embed.
 
-Requests for one batch of notes run ``max_concurrency`` at a time, document first in
-the prompt so servers reuse the cached prefix across a note's chunks. Answers go to a
-persistent SQLite cache; failures get the fallback context and are counted, never
-raised unless ``strict``.
+Windowing costs one tiktoken encode per note plus one per window (linear in the note).
+Requests run ``max_concurrency`` at a time from a bounded queue that spans documents and
+batches, so later notes are windowed while earlier ones wait on the server; documents
+come out in input order. The document goes first in the prompt so servers reuse the
+cached prefix across a note's chunks. Answers go to a persistent SQLite cache (a broken
+one is dropped with a warning, never at the cost of chunks); failures get the fallback
+context and are counted, never raised unless ``strict``.
 """
 import hashlib
 import logging
 import re
+import sqlite3
 import threading
 import time
 import warnings
 from bisect import bisect_left, bisect_right
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources as importlib_resources
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
-from spacy.util import ensure_path, minibatch
+from spacy.util import ensure_path
 
 from . import attrs
 from .llm_cache import SQLiteCache, cache_key, resolve_cache_path
@@ -133,7 +138,6 @@ def make_llm_context(
 
 @dataclass
 class _Job:
-    doc_index: int
     span: Span
     prompt: str
     key: Optional[str]
@@ -144,6 +148,34 @@ class _Job:
     completion_tokens: int = 0
     seconds: float = 0.0
     requests: int = 0
+    future: Optional[Future] = None  # the call, while it runs in the pool
+    source: Optional["_Job"] = None  # the identical job whose answer this one shares
+
+    def done(self) -> bool:
+        job = self.source or self
+        return job.future is None or job.future.done()
+
+    def wait(self) -> None:
+        """Block until answered; re-raises ``LLMContextError`` from a strict call."""
+        if self.source is not None:
+            self.source.wait()
+            self.result, self.error = self.source.result, self.source.error
+            self.cached = self.source.result is not None
+        elif self.future is not None:
+            self.future.result()
+
+
+@dataclass
+class _DocWork:
+    """One note in flight: its jobs, or the error its windowing raised."""
+
+    doc: Doc
+    jobs: List[_Job] = field(default_factory=list)
+    skipped: int = 0
+    error: Optional[Exception] = None
+
+    def ready(self) -> bool:
+        return all(job.done() for job in self.jobs)
 
 
 @dataclass
@@ -161,6 +193,32 @@ class _Breaker:
     def record(self, ok: bool) -> None:
         with self.lock:
             self.consecutive = 0 if ok else self.consecutive + 1
+
+
+@dataclass
+class _StreamState:
+    """Per-``pipe`` state: the call pool, and the current batch's breaker and de-duplication."""
+
+    batch_size: int
+    batch: int = -1
+    breaker: Optional[_Breaker] = None
+    unique: Dict[str, _Job] = field(default_factory=dict)
+    pool: Optional[ThreadPoolExecutor] = None
+
+    def for_document(self, index: int, limit: int) -> Tuple[_Breaker, Dict[str, _Job]]:
+        batch = index // self.batch_size
+        if batch != self.batch or self.breaker is None:
+            self.batch, self.breaker, self.unique = batch, _Breaker(limit), {}
+        return self.breaker, self.unique
+
+    def executor(self, workers: int) -> ThreadPoolExecutor:
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="clin_llm_context")
+        return self.pool
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 class LLMContext(Pipe):
@@ -281,10 +339,16 @@ class LLMContext(Pipe):
 
     @property
     def cache(self) -> Optional[SQLiteCache]:
+        """The answer cache, opened on first use; ``None`` when off or unusable (warned once)."""
         if not self._cache_resolved:
+            self._cache_resolved = True
             path = resolve_cache_path(self.cache_path)
             self._cache = SQLiteCache(path) if path is not None else None
-            self._cache_resolved = True
+            if self._cache is not None:
+                try:
+                    self._cache.open()
+                except (sqlite3.Error, OSError) as err:
+                    self._drop_cache(err)
         return self._cache
 
     @property
@@ -294,37 +358,56 @@ class LLMContext(Pipe):
     # -- windows ------------------------------------------------------------
     def window_ranges(self, doc: Doc) -> List[Tuple[int, int]]:
         """Token windows as ``(first_token, end_token)`` spaCy token indices."""
+        return [(start, end) for start, end, _ in self._windows(doc, doc.text)]
+
+    def _windows(self, doc: Doc, text: str) -> List[Tuple[int, int, int]]:
+        """Windows with their tiktoken counts, in time linear in the note.
+
+        The note is encoded once; windows are fitted by bisect over the tokens' character
+        extents, and only the chosen window is re-encoded to verify it (an estimate can be
+        a token or two short of a fresh encode).
+        """
+        from spacy.attrs import IDX, IS_SPACE, LENGTH
+
         from .tokens import TokenOffsets, count_tokens
 
-        words = [token.i for token in doc if not token.is_space]
-        if not words:
+        if not len(doc):
             return []
-        text = doc.text
-        starts = [doc[i].idx for i in words]
-        ends = [doc[i].idx + len(doc[i]) for i in words]
-        offsets = TokenOffsets(text, self.encoding)
+        table = doc.to_array([IDX, LENGTH, IS_SPACE])
+        kept = table[table[:, 2] == 0]
+        if not len(kept):
+            return []
+        words = (table[:, 2] == 0).nonzero()[0].tolist()
+        starts = kept[:, 0].tolist()
+        ends = (kept[:, 0] + kept[:, 1]).tolist()
+        encoding = self.encoding
+        tokens = encoding.encode_ordinary(text[starts[0] : ends[-1]])
+        if len(tokens) <= self.chunk_size:  # most notes: one window, one encode
+            return [(words[0], words[-1] + 1, len(tokens))]
+        offsets = TokenOffsets(text[starts[0] : ends[-1]], encoding, tokens, offset=starts[0])
         boundaries = self._boundaries(doc, starts, ends)
         n = len(words)
         size, overlap = self.chunk_size, self.chunk_overlap
         tolerance = min(self.align_tolerance, size // 4)
-        windows: List[Tuple[int, int]] = []
+        windows: List[Tuple[int, int, int]] = []
         s = 0
         while True:
             first_char = starts[s]
             budget = size
-            for _ in range(8):  # the estimate can be a token or two short of a fresh encode
+            for _ in range(8):
                 e = self._fit(offsets, starts, ends, s, n, budget)
                 if e < n and boundaries:
                     b = boundaries[bisect_right(boundaries, e) - 1] if bisect_right(boundaries, e) else 0
                     if b > s and offsets.count(ends[b - 1], ends[e - 1]) <= tolerance:
                         e = b
-                excess = count_tokens(text[first_char : ends[e - 1]], self.encoding) - size
-                if excess <= 0 or e == s + 1:
+                tokens = count_tokens(text[first_char : ends[e - 1]], encoding)
+                if tokens <= size or e == s + 1:
                     break
-                budget -= excess
-            while e > s + 1 and count_tokens(text[first_char : ends[e - 1]], self.encoding) > size:
+                budget -= tokens - size
+            while e > s + 1 and tokens > size:
                 e -= 1
-            windows.append((words[s], words[e - 1] + 1))
+                tokens = count_tokens(text[first_char : ends[e - 1]], encoding)
+            windows.append((words[s], words[e - 1] + 1, tokens))
             if e >= n:
                 return windows
             last_char = ends[e - 1]
@@ -389,20 +472,23 @@ class LLMContext(Pipe):
             found.add(bisect_right(ends, end))
         return sorted(b for b in found if 0 < b < len(starts))
 
-    def make_chunks(self, doc: Doc) -> List[Span]:
+    def make_chunks(self, doc: Doc, text: Optional[str] = None) -> List[Span]:
         """Write the window group and the chunk attributes (no context yet)."""
+        counts: List[int] = []
         if not self.overwrite and self.spans_key in doc.spans:
             spans = list(doc.spans[self.spans_key])
         else:
-            spans = [Span(doc, start, end) for start, end in self.window_ranges(doc)]
-            doc.spans[self.spans_key] = spans
+            text = doc.text if text is None else text
+            windows = self._windows(doc, text)
+            doc.spans[self.spans_key] = [Span(doc, start, end) for start, end, _ in windows]
             spans = list(doc.spans[self.spans_key])
+            counts = [tokens for _, _, tokens in windows]
         from .tokens import count_tokens
 
-        doc_id = doc._.doc_id or _content_id(doc.text)
+        doc_id = doc._.doc_id or _content_id(doc.text if text is None else text)
         for index, span in enumerate(spans):
             span._.chunk_id = f"{doc_id}_chunk_{index}"
-            span._.token_count = count_tokens(span.text, self.encoding)
+            span._.token_count = counts[index] if counts else count_tokens(span.text, self.encoding)
             span._.context = ""
             span._.enriched_text = span.text
         return spans
@@ -450,132 +536,136 @@ class LLMContext(Pipe):
 
     # -- spaCy API --------------------------------------------------------------
     def __call__(self, doc: Doc) -> Doc:
-        return self._process([doc])[0]
+        return next(iter(self.pipe([doc], batch_size=1)))
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 64) -> Iterator[Doc]:
-        for batch in minibatch(stream, size=batch_size):
-            yield from self._process(list(batch))
+        """Contextualize ``stream`` in order, windowing later notes while earlier ones wait on the LLM.
 
-    def _process(self, docs: List[Doc]) -> List[Doc]:
-        error_handler = self.get_error_handler()
+        Calls run ``max_concurrency`` at a time across documents and batches; at most
+        ``max(batch_size, 2 * max_concurrency)`` documents are in flight.
+        """
+        limit = max(1, batch_size, 2 * self.max_concurrency)
+        state = _StreamState(batch_size=max(1, batch_size))
+        in_flight: Deque[_DocWork] = deque()
         try:
-            self._contextualize(docs)
+            for index, doc in enumerate(stream):
+                in_flight.append(self._start(doc, index, state))
+                time.sleep(0)  # let waiting call threads take the GIL now, not after the 5 ms switch interval
+                while in_flight and (len(in_flight) > limit or in_flight[0].ready()):
+                    yield self._finish(in_flight.popleft())
+            while in_flight:
+                yield self._finish(in_flight.popleft())
+        finally:
+            state.close()
+
+    def _start(self, doc: Doc, index: int, state: "_StreamState") -> "_DocWork":
+        """Window one note, answer what the cache knows and hand the rest to the call pool."""
+        work = _DocWork(doc)
+        try:
+            if self.template is None:
+                raise ValueError(self._template_error or f"{self.name}: no prompt template")
+            text = doc.text
+            spans = self.make_chunks(doc, text)
+            if not spans:
+                return work
+            if not self.uses_llm:
+                for i, span in enumerate(spans):
+                    _set_context(span, self.model.describe(text, span.start_char, span.end_char, self.document_type, i, len(spans)))
+                return work
+            document = self.document_part(text, max(spans, key=lambda span: span._.token_count).text)
+            if document is None:
+                work.skipped = len(spans)
+                return work
+            breaker, unique = state.for_document(index, self.max_consecutive_failures)
+            for span in spans:
+                work.jobs.append(self._job(span, text, document, breaker, unique, state))
         except LLMContextError:
             raise
         except Exception as err:  # routed like spaCy's own pipes
-            error_handler(self.name, self, docs, err)
-        return docs
+            work.jobs, work.error = [], err
+        return work
 
-    def _contextualize(self, docs: List[Doc]) -> None:
-        if self.template is None:
-            raise ValueError(self._template_error or f"{self.name}: no prompt template")
-        usages = [_new_usage() for _ in docs]
-        per_doc_jobs: List[List[_Job]] = [[] for _ in docs]
-        jobs: List[_Job] = []
-        started = time.perf_counter()
-        for d, doc in enumerate(docs):
-            spans = self.make_chunks(doc)
-            if not spans:
-                continue
-            text = doc.text
-            if not self.uses_llm:
-                for index, span in enumerate(spans):
-                    described = self.model.describe(text, span.start_char, span.end_char, self.document_type, index, len(spans))
-                    _set_context(span, described)
-                continue
-            document = self.document_part(text, max(spans, key=lambda span: span._.token_count).text)
-            for span in spans:
-                if document is None:
-                    usages[d]["skipped"] += 1
-                    continue
-                prompt = self.render(document, span.text)
-                key = cache_key(self.model.identity, self.template_version, document, span.text) if self.cache is not None else None
-                job = _Job(d, span, prompt, key)
-                per_doc_jobs[d].append(job)
-                jobs.append(job)
-        self._run(jobs)
-        for d, doc in enumerate(docs):
-            usage = usages[d]
-            failed: List[_Job] = []
-            for job in per_doc_jobs[d]:
-                usage["requests"] += job.requests
-                usage["prompt_tokens"] += job.prompt_tokens
-                usage["completion_tokens"] += job.completion_tokens
-                usage["seconds"] += job.seconds
-                if job.cached:
-                    usage["cache_hits"] += 1
-                elif job.requests:
-                    usage["calls"] += 1
-                if job.result:
-                    _set_context(job.span, job.result)
-                else:
-                    failed.append(job)
-            spans = list(doc.spans[self.spans_key]) if self.spans_key in doc.spans else []
-            failed_offsets = {(job.span.start_char, job.span.end_char) for job in failed}
-            text = doc.text
-            for index, span in enumerate(spans):
-                if usage["skipped"] or (span.start_char, span.end_char) in failed_offsets:
-                    _set_context(span, self._fallback(text, span, index, len(spans)))
-            usage["failures"] = len(failed)
-            usage["seconds"] = round(usage["seconds"], 4)
-            doc._.llm_usage = usage
-            doc._.llm_context_failures = len(failed)
-            if failed or usage["skipped"]:
-                doc_id = doc._.doc_id or _content_id(text)
-                reason = f"; first error: {failed[0].error}" if failed else ""
-                skipped = f"; {usage['skipped']} skipped (note too long for num_ctx)" if usage["skipped"] else ""
-                warnings.warn(
-                    f"{self.name}: {len(failed)} of {len(spans)} chunk(s) of document {doc_id} got the fallback "
-                    f"context{skipped}{reason}",
-                    UserWarning,
-                )
-        logger.debug("%s: %d docs, %d LLM jobs in %.2fs", self.name, len(docs), len(jobs), time.perf_counter() - started)
+    def _job(self, span: Span, text: str, document: str, breaker: "_Breaker", unique: Dict[str, "_Job"], state: "_StreamState") -> "_Job":
+        chunk = text[span.start_char : span.end_char]  # == span.text, without a walk over its tokens
+        prompt = self.render(document, chunk)
+        key = cache_key(self.model.identity, self.template_version, document, chunk) if self.cache is not None else None
+        job = _Job(span, prompt, key)
+        hit = self._cache_get(key)
+        cleaned = clean_context(hit["text"], self.encoding, self.context_size) if hit else ""
+        if cleaned:
+            job.result, job.cached = cleaned, True
+            return job
+        identity = key or prompt
+        if identity in unique:  # the same chunk of the same note twice in a batch: one call
+            job.source = unique[identity]
+            return job
+        unique[identity] = job
+        if hasattr(self.model, "set_pool_size"):
+            self.model.set_pool_size(self.max_concurrency)
+        job.future = state.executor(self.max_concurrency).submit(self._call, job, breaker)
+        return job
+
+    def _finish(self, work: "_DocWork") -> Doc:
+        doc = work.doc
+        try:
+            if work.error is not None:
+                raise work.error
+            self._collect(work)
+        except LLMContextError:
+            raise
+        except Exception as err:
+            self.get_error_handler()(self.name, self, [doc], err)
+        return doc
+
+    def _collect(self, work: "_DocWork") -> None:
+        """Wait for one note's calls and write its contexts, fallbacks, usage and warning."""
+        doc, usage = work.doc, _new_usage()
+        usage["skipped"] = work.skipped
+        failed: List[_Job] = []
+        for job in work.jobs:
+            job.wait()
+            usage["requests"] += job.requests
+            usage["prompt_tokens"] += job.prompt_tokens
+            usage["completion_tokens"] += job.completion_tokens
+            usage["seconds"] += job.seconds
+            if job.cached:
+                usage["cache_hits"] += 1
+            elif job.requests:
+                usage["calls"] += 1
+            if job.result:
+                _set_context(job.span, job.result)
+            else:
+                failed.append(job)
+        if not self.uses_llm:
+            doc._.llm_usage, doc._.llm_context_failures = usage, 0
+            return
+        spans = list(doc.spans[self.spans_key]) if self.spans_key in doc.spans else []
+        failed_offsets = {(job.span.start_char, job.span.end_char) for job in failed}
+        text = doc.text
+        for index, span in enumerate(spans):
+            if usage["skipped"] or (span.start_char, span.end_char) in failed_offsets:
+                _set_context(span, self._fallback(text, span, index, len(spans)))
+        usage["failures"] = len(failed)
+        usage["seconds"] = round(usage["seconds"], 4)
+        doc._.llm_usage = usage
+        doc._.llm_context_failures = len(failed)
+        if failed or usage["skipped"]:
+            doc_id = doc._.doc_id or _content_id(text)
+            reason = f"; first error: {failed[0].error}" if failed else ""
+            skipped = f"; {usage['skipped']} skipped (note too long for num_ctx)" if usage["skipped"] else ""
+            warnings.warn(
+                f"{self.name}: {len(failed)} of {len(spans)} chunk(s) of document {doc_id} got the fallback "
+                f"context{skipped}{reason}",
+                UserWarning,
+            )
 
     def _fallback(self, text: str, span: Span, index: int, total: int) -> str:
         if self.fallback is None:
             return ""
         return self.fallback.describe(text, span.start_char, span.end_char, self.document_type, index, total)
 
-    def _run(self, jobs: List[_Job]) -> None:
-        """Answer ``jobs`` from the cache, then the LLM, ``max_concurrency`` at a time."""
-        cache = self.cache
-        pending: List[_Job] = []
-        for job in jobs:
-            hit = cache.get(job.key) if cache is not None and job.key else None
-            cleaned = clean_context(hit["text"], self.encoding, self.context_size) if hit else ""
-            if cleaned:
-                job.result, job.cached = cleaned, True
-            else:
-                pending.append(job)
-        if not pending:
-            return
-        unique: Dict[str, _Job] = {}
-        duplicates: List[Tuple[_Job, _Job]] = []
-        for job in pending:  # the same chunk of the same note twice in a batch: one call
-            identity = job.key or job.prompt
-            if identity in unique:
-                duplicates.append((job, unique[identity]))
-            else:
-                unique[identity] = job
-        calls = list(unique.values())
-        breaker = _Breaker(self.max_consecutive_failures)
-        if self.max_concurrency == 1 or len(calls) == 1:
-            for job in calls:
-                self._call(job, breaker)
-        else:
-            with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(calls))) as executor:
-                futures = [executor.submit(self._call, job, breaker) for job in calls]
-                try:
-                    for future in futures:
-                        future.result()
-                except LLMContextError:
-                    for future in futures:
-                        future.cancel()
-                    raise
-        for job, source in duplicates:
-            job.result, job.error, job.cached = source.result, source.error, source.result is not None
-
-    def _call(self, job: _Job, breaker: _Breaker) -> None:
+    def _call(self, job: "_Job", breaker: "_Breaker") -> None:
+        """One LLM call (in a pool thread); failures become ``job.error``, never exceptions unless strict."""
         from .llm_clients import LLMError
 
         if breaker.open:
@@ -602,14 +692,34 @@ class LLMContext(Pipe):
             return
         breaker.record(True)
         job.result = cleaned
+        if job.key:
+            value = {"text": completion.text, "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
+            self._cache_put(job.key, value)
+
+    # -- the cache: a broken one costs the cache, never the chunks ----------------
+    def _cache_get(self, key: Optional[str]) -> Optional[Dict[str, Any]]:
         cache = self.cache
-        if cache is not None and job.key:
-            cache.put(
-                job.key,
-                {"text": completion.text, "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens},
-                model=self.model.identity,
-                template_version=self.template_version,
-            )
+        if cache is None or not key:
+            return None
+        try:
+            return cache.get(key)
+        except (sqlite3.Error, OSError, ValueError) as err:
+            self._drop_cache(err)
+            return None
+
+    def _cache_put(self, key: str, value: Dict[str, Any]) -> None:
+        cache = self.cache
+        if cache is None:
+            return
+        try:
+            cache.put(key, value, model=self.model.identity, template_version=self.template_version)
+        except (sqlite3.Error, OSError) as err:
+            self._drop_cache(err)
+
+    def _drop_cache(self, err: Exception) -> None:
+        cache, self._cache = self._cache, None  # pool threads may get here together
+        path = cache.path if cache is not None else self.cache_path
+        _warn_once(f"{self.name}: the LLM cache at {path} failed ({type(err).__name__}: {err}); continuing without it")
 
     def _fail(self, job: _Job) -> None:
         logger.debug("%s: chunk %s failed: %s", self.name, job.span._.chunk_id, job.error)

