@@ -386,7 +386,7 @@ class ContextAssertion(Pipe):
             u_start, u_end = units[u]
             max_scope = rule.max_scope or limit
             scope_start, scope_end = _scope(rule.direction, max_scope, start, end, u_start, u_end)
-            carries = rule.direction == "FORWARD" and u + 1 < len(units) and _only_space(doc, end, u_end)
+            carries = rule.direction == "FORWARD" and u + 1 < len(units) and _ends_unit(doc, start, end, u_end)
             if carries:  # "NEGATIVE FOR" at the end of a line governs the next one
                 scope_end = units[u + 1][1] if max_scope is None else min(units[u + 1][1], end + max_scope)
             modifier = ConTextModifier(rule, start, end, None, scope_start=scope_start, scope_end=scope_end)
@@ -692,6 +692,15 @@ class _UnitModifiers:
 
 def _only_space(doc: Doc, start: int, end: int) -> bool:
     return all(token.is_space for token in doc[start:end])
+
+
+def _ends_unit(doc: Doc, cue_start: int, cue_end: int, unit_end: int) -> bool:
+    """Nothing follows the cue in its unit but space, or the period of an abbreviated
+    cue that a sentence splitter took for a full stop ("V.a. Pneumonie")."""
+    rest = [token for token in doc[cue_end:unit_end] if not token.is_space]
+    if not rest:
+        return True
+    return len(rest) == 1 and rest[0].text == "." and "." in doc[cue_end - 1].text
 
 
 def _cue(doc: Doc, modifier) -> Dict[str, Any]:
