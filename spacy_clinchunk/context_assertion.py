@@ -37,7 +37,6 @@ from pathlib import Path
 from functools import lru_cache
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-import numpy
 import srsly
 from spacy.attrs import IDX, IS_SPACE, SENT_START
 from spacy.language import Language
@@ -359,9 +358,9 @@ class ContextAssertion(Pipe):
         if not any(groups) or not len(doc):
             return
         matcher = self._matcher_and_rules()
-        layout = DocLayout(doc, section_table(self.lang))
+        layout = DocLayout(doc, section_table(self.lang), doc.text)
         limit = self.max_scope if (self.max_scope or layout.has_sents) else UNSEGMENTED_MAX_SCOPE
-        per_unit = [_UnitModifiers(mods) for mods in self._modifiers(doc, matcher, layout, limit)]
+        per_unit = [_UnitModifiers(mods) if mods else _NO_MODIFIERS for mods in self._modifiers(doc, matcher, layout, limit)]
         write_section = _section_writable()
         for targets in groups:
             for target in targets:
@@ -380,13 +379,13 @@ class ContextAssertion(Pipe):
 
         units, unit_starts = layout.units, layout.unit_starts
         per_unit: List[List[Any]] = [[] for _ in units]
-        for match_id, start, end in matcher(doc, layout.is_cue_site):
+        for match_id, start, end in matcher(doc, layout.is_cue_site, layout.text, layout.space):
             rule = matcher.rule_map[doc.vocab.strings[match_id]]
             u = bisect_right(unit_starts, start) - 1
             u_start, u_end = units[u]
             max_scope = rule.max_scope or limit
             scope_start, scope_end = _scope(rule.direction, max_scope, start, end, u_start, u_end)
-            carries = rule.direction == "FORWARD" and u + 1 < len(units) and _ends_unit(doc, start, end, u_end)
+            carries = rule.direction == "FORWARD" and u + 1 < len(units) and _ends_unit(doc, layout.space, end, u_end)
             if carries:  # "NEGATIVE FOR" at the end of a line governs the next one
                 scope_end = units[u + 1][1] if max_scope is None else min(units[u + 1][1], end + max_scope)
             modifier = ConTextModifier(rule, start, end, None, scope_start=scope_start, scope_end=scope_end)
@@ -403,7 +402,7 @@ class ContextAssertion(Pipe):
         unit_starts = layout.unit_starts
         first = max(bisect_right(unit_starts, target.start) - 1, 0)
         last = max(bisect_left(unit_starts, target.end) - 1, first)
-        cues: Dict[str, List[Dict[str, Any]]] = {}
+        governing: Dict[str, List[Any]] = {}
         seen = set()
         for u in range(first, last + 1):
             for modifier in per_unit[u].near(target.start, target.end):
@@ -414,16 +413,17 @@ class ContextAssertion(Pipe):
                 if label is None or modifier.direction in ("TERMINATE", "PSEUDO"):
                     continue
                 if self._governs(modifier, target):
-                    cues.setdefault(label, []).append(_cue(target.doc, modifier))
+                    governing.setdefault(label, []).append(modifier)
         section = layout.section_at(target.start)
-        if section is not None and section.label and section.label not in cues:
-            cues[section.label] = [section.cue()]
-        decided = next((label for label in PRECEDENCE if label in cues), "affirmed")
+        if section is not None and section.label and section.label not in governing:
+            governing[section.label] = [section]
+        decided = next((label for label in PRECEDENCE if label in governing), "affirmed")
+        cues = [_cue(target.doc, m) for m in governing.get(decided, ())]
         ext = target._
         ext.assertion = decided
-        ext.assertion_cues = sorted(cues.get(decided, []), key=lambda c: (c["start_char"], c["end_char"]))
+        ext.assertion_cues = sorted(cues, key=lambda c: (c["start_char"], c["end_char"])) if len(cues) > 1 else cues
         for label, flag in FLAG_OF_LABEL.items():
-            setattr(ext, flag, label in cues)
+            setattr(ext, flag, label in governing)
         if write_section:
             ext.section = section.name if section is not None else None
 
@@ -545,6 +545,7 @@ class CueMatcher:
         self.rule_map: Dict[str, Any] = {}
         self._has = {"phrases": False, "tokens": False, "regex": False}
         self._word_cache: Dict[str, List[str]] = {}
+        self._sentence_initial: set = set()  # match ids of cues that must open a sentence
 
     def add(self, key: str, context_rule: Any, rule: RuleDict) -> None:
         self.rule_map[key] = context_rule
@@ -557,6 +558,13 @@ class CueMatcher:
             pattern = [{"LOWER": w} for w in self._words(rule["literal"])]
             if not pattern:
                 return
+        first = pattern[0] if isinstance(pattern[0], dict) else {}
+        if first.get("IS_SENT_START") is True and len(first) > 1:
+            # phrases (fast) plus a check of the first token, instead of spaCy's Matcher
+            head = {k: v for k, v in first.items() if k != "IS_SENT_START"}
+            if self._expand([head, *pattern[1:]]) is not None:
+                self._sentence_initial.add(self.vocab.strings.add(key))
+                pattern = [head, *pattern[1:]]
         phrases = self._expand(pattern)
         if phrases is None:
             self.tokens.add(key, [_with_space_runs(pattern)])
@@ -595,32 +603,38 @@ class CueMatcher:
                 return None
         return phrases
 
-    def __call__(self, doc: Doc, keep: Optional[Callable[[int, int], bool]] = None) -> List[Tuple[int, int, int]]:
-        """Cue matches ``(match_id, start, end)``; ``keep`` drops sites before overlaps are pruned."""
-        from medspacy.common.util import prune_overlapping_matches
-
+    def __call__(
+        self,
+        doc: Doc,
+        keep: Optional[Callable[[int, int], bool]] = None,
+        text: Optional[str] = None,
+        space: Optional[List[int]] = None,
+    ) -> List[Tuple[int, int, int]]:
+        """Cue matches ``(match_id, start, end)``, longest first where they overlap;
+        ``keep`` drops sites before overlaps are resolved."""
         matches: List[Tuple[int, int, int]] = []
         if self._has["phrases"]:
-            space = doc.to_array(IS_SPACE)
-            if not space.any():
+            space = doc.to_array(IS_SPACE).tolist() if space is None else space
+            if not any(space):
                 matches.extend(self.phrases(doc))
             else:
-                kept = numpy.flatnonzero(space == 0).tolist()
+                kept = [i for i, is_space in enumerate(space) if not is_space]
                 if kept:
                     shadow = Doc(doc.vocab, words=[doc[i].text for i in kept])
                     for match_id, start, end in self.phrases(shadow):
                         matches.append((match_id, kept[start], kept[end - 1] + 1))
+            if self._sentence_initial:
+                matches = [m for m in matches if m[0] not in self._sentence_initial or doc[m[1]].is_sent_start]
         if self._has["tokens"]:
             matches.extend(self.tokens(doc))
         if self._has["regex"]:
-            matches.extend(self._regex_matches(doc))
+            matches.extend(self._regex_matches(doc, doc.text if text is None else text))
         if keep is not None:
             matches = [m for m in matches if keep(m[1], m[2])]
-        return prune_overlapping_matches(matches) if matches else matches
+        return _longest_first(matches) if len(matches) > 1 else matches
 
-    def _regex_matches(self, doc: Doc) -> List[Tuple[int, int, int]]:
+    def _regex_matches(self, doc: Doc, text: str) -> List[Tuple[int, int, int]]:
         """Regex cues, widened to whole tokens."""
-        text = doc.text
         found = []
         starts = None
         for match_id, regex in self.regex:
@@ -634,6 +648,20 @@ class CueMatcher:
                 if start >= 0 and end > start:
                     found.append((match_id, start, end))
         return found
+
+
+def _longest_first(matches: List[Tuple[int, int, int]]) -> List[Tuple[int, int, int]]:
+    """Overlapping matches resolved as medspaCy does: the longest wins, then the first."""
+    ordered = sorted(matches, key=lambda m: (m[1] - m[2], m[1]))
+    taken: set = set()
+    kept = []
+    for match in ordered:
+        tokens = range(match[1], match[2])
+        if not any(t in taken for t in tokens):
+            taken.update(tokens)
+            kept.append(match)
+    kept.sort(key=lambda m: (m[1], m[2]))
+    return kept
 
 
 def _with_space_runs(pattern: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -672,6 +700,18 @@ def _update_scopes(mods: List[Any]) -> None:
             second.limit_scope(first)
 
 
+class _NoModifiers:
+    """The modifiers of a unit without cues."""
+
+    __slots__ = ()
+
+    def near(self, start: int, end: int) -> List[Any]:
+        return []
+
+
+_NO_MODIFIERS = _NoModifiers()
+
+
 class _UnitModifiers:
     """The modifiers of one scope unit, sorted, with a fast lookup of those near a span."""
 
@@ -690,20 +730,18 @@ class _UnitModifiers:
         return self.mods[lo:hi]
 
 
-def _only_space(doc: Doc, start: int, end: int) -> bool:
-    return all(token.is_space for token in doc[start:end])
-
-
-def _ends_unit(doc: Doc, cue_start: int, cue_end: int, unit_end: int) -> bool:
+def _ends_unit(doc: Doc, space: List[int], cue_end: int, unit_end: int) -> bool:
     """Nothing follows the cue in its unit but space, or the period of an abbreviated
     cue that a sentence splitter took for a full stop ("V.a. Pneumonie")."""
-    rest = [token for token in doc[cue_end:unit_end] if not token.is_space]
+    rest = [i for i in range(cue_end, unit_end) if not space[i]]
     if not rest:
         return True
-    return len(rest) == 1 and rest[0].text == "." and "." in doc[cue_end - 1].text
+    return len(rest) == 1 and doc[rest[0]].text == "." and "." in doc[cue_end - 1].text
 
 
 def _cue(doc: Doc, modifier) -> Dict[str, Any]:
+    if isinstance(modifier, Section):
+        return modifier.cue()
     start, end = modifier.modifier_span
     span = doc[start:end]
     return {
@@ -817,12 +855,15 @@ class DocLayout:
     cues, and no cue spans two units.
     """
 
-    def __init__(self, doc: Doc, table: SectionTable) -> None:
+    def __init__(self, doc: Doc, table: SectionTable, text: Optional[str] = None) -> None:
         n = len(doc)
         self.doc = doc
-        sent = doc.to_array(SENT_START).astype("int64")
-        self.has_sents = bool(n > 1 and (sent[1:] != 0).any())
-        starts = set(numpy.flatnonzero(sent == 1).tolist()) if self.has_sents else set()
+        self.text = doc.text if text is None else text
+        rows = doc.to_array([SENT_START, IS_SPACE]).tolist()
+        sent = [row[0] for row in rows]  # 1 start, -1 (as unsigned) not, 0 unset
+        self.space = [row[1] for row in rows]
+        self.has_sents = n > 1 and any(sent[1:])
+        starts = {i for i, value in enumerate(sent) if value == 1} if self.has_sents else set()
         starts.add(0)
         self.idx: Optional[List[int]] = None
         # header label token ranges (never cues) and sections
@@ -860,7 +901,7 @@ class DocLayout:
         self.sections.sort(key=lambda sec: sec.head_start)
 
     def _from_headers(self, doc: Doc, table: SectionTable, starts: set) -> None:
-        text = doc.text
+        text = self.text
         for _, b_end in hard_breaks(text) if "\n" in text else ():
             starts.add(self._token_at(b_end))
         headers = _find_headers(text, table)
