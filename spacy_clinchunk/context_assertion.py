@@ -113,7 +113,8 @@ RULE_KEYS = {
 # Section headers and form labels: an upper-case label followed by ':', or a short
 # label at the start of a line followed by ':' and whitespace.
 _UPPER_HEADER = re.compile(r"(?<![\w/])[A-Z][A-Z0-9/&()'\-]+(?:[ \t]+[A-Z0-9/&()'\-]+)*[ \t]*:(?!\d)")
-_LINE_LABEL = re.compile(r"^[ \t]*[^\W\d_][^\n:.;,]{0,40}?:(?=\s)", re.MULTILINE)
+# (at most five words: "Call for any of the following:" opens a list, it is no label)
+_LINE_LABEL = re.compile(r"^[ \t]*[^\W\d_][^\s:.;,]*(?:[ \t]+[^\s:.;,]+){0,4}[ \t]*:(?=\s)", re.MULTILINE)
 _PARAGRAPH = re.compile(r"\n[^\S\n]*\n")
 
 RuleDict = Dict[str, Any]
@@ -546,9 +547,15 @@ class CueMatcher:
         self._has = {"phrases": False, "tokens": False, "regex": False}
         self._word_cache: Dict[str, List[str]] = {}
         self._sentence_initial: set = set()  # match ids of cues that must open a sentence
+        self._historical: set = set()
+        self._pseudo: set = set()
 
     def add(self, key: str, context_rule: Any, rule: RuleDict) -> None:
         self.rule_map[key] = context_rule
+        if rule["category"] == "HISTORICAL":
+            self._historical.add(self.vocab.strings.add(key))
+        elif rule["direction"] in ("PSEUDO", "TERMINATE"):
+            self._pseudo.add(self.vocab.strings.add(key))
         pattern = rule.get("pattern")
         if isinstance(pattern, str):  # medspaCy's convention: case-insensitive
             self.regex.append((self.vocab.strings.add(key), re.compile(pattern, re.IGNORECASE)))
@@ -631,7 +638,24 @@ class CueMatcher:
             matches.extend(self._regex_matches(doc, doc.text if text is None else text))
         if keep is not None:
             matches = [m for m in matches if keep(m[1], m[2])]
-        return _longest_first(matches) if len(matches) > 1 else matches
+        if len(matches) < 2:
+            return matches
+        kept = _longest_first(matches)
+        if self._historical and len(kept) < len(matches):
+            kept = self._nested_history(matches, kept)
+        return kept
+
+    def _nested_history(self, matches, kept):
+        """Time is a dimension of its own: "history" inside "no history of" still dates
+        the finding, while the negation cue decides its existence."""
+        chosen = set(kept)
+        hosts = [m for m in kept if m[0] not in self._historical and m[0] not in self._pseudo]
+        extra = [
+            m for m in matches
+            if m not in chosen and m[0] in self._historical
+            and any(h[1] <= m[1] and m[2] <= h[2] and (h[1], h[2]) != (m[1], m[2]) for h in hosts)
+        ]
+        return sorted(set(kept + extra), key=lambda m: (m[1], m[2])) if extra else kept
 
     def _regex_matches(self, doc: Doc, text: str) -> List[Tuple[int, int, int]]:
         """Regex cues, widened to whole tokens."""
@@ -835,7 +859,10 @@ class Section:
         self.name, self.label = name, label
 
     def cue(self) -> Dict[str, Any]:
-        header = self.doc[self.head_start:self.head_end]
+        end = self.head_end
+        while end > self.head_start + 1 and (self.doc[end - 1].is_space or self.doc[end - 1].text == ":"):
+            end -= 1
+        header = self.doc[self.head_start:end]
         return {
             "text": header.text,
             "category": LABEL_CATEGORY[self.label],
@@ -880,6 +907,15 @@ class DocLayout:
         self.label_starts = [a for a, _ in self.labels]
         self.section_starts = [sec.head_start for sec in self.sections]
 
+    def _stands_as_header(self, head: int, body: int) -> bool:
+        """A title opens its line or ends with a colon."""
+        doc, text = self.doc, self.text
+        start = doc[head].idx
+        if not text[text.rfind("\n", 0, start) + 1:start].strip():
+            return True
+        title_end = doc[body - 1].idx + len(doc[body - 1])
+        return text[title_end - 1:title_end] == ":" or text[title_end:title_end + 1] == ":"
+
     def _token_at(self, char: int) -> int:
         """Index of the first token starting at or after ``char``."""
         if self.idx is None:
@@ -889,6 +925,8 @@ class DocLayout:
     def _from_sectionizer(self, doc: Doc, table: SectionTable, starts: set) -> None:
         for section in doc._.sections:
             head, body, end = section.title_start, section.body_start, section.body_end
+            if head is not None and body is not None and body > head and not self._stands_as_header(head, body):
+                continue  # "No known drug allergies." names no section
             name = section.category
             label = SECTIONIZER_STATUS.get(name) if name else None
             if head is not None and body is not None and body > head:
