@@ -5,7 +5,8 @@ objects; each cue found becomes a :class:`~medspacy.context.ConTextModifier` who
 scope is cut by other modifiers (TERMINATE cues, same-category cues) with
 ``ConTextModifier.limit_scope`` in ``ConTextGraph.update_scopes`` order, and
 ``ConTextModifier.modifies`` decides whether a cue outside a span governs it.
-Overlapping cues are pruned with medspaCy's longest-match rule.
+Overlapping cues are pruned by medspaCy's longest-match rule (a HISTORICAL cue inside a
+longer cue of another kind survives: "no history of" negates and dates).
 
 What we add around it:
 
@@ -25,8 +26,13 @@ What we add around it:
   ("NEGATIVE   FOR").
 * One label per span by precedence (:data:`PRECEDENCE`), plus one flag per
   category, plus the cues that decided the label.
+* Sections. Where a finding stands gives its default status: past medical/surgical
+  history -> historical, family history -> family (``resources/<lang>/assertion_sections.json``,
+  or medspaCy's sectionizer when it has run). Header words are never cues, no cue spans
+  two scope units, and ``Span._.section`` records the section.
 
-Heavy imports (medspaCy pulls in torch and PyRuSH) happen on first use.
+Heavy imports (medspaCy pulls in torch and PyRuSH) happen at ``initialize`` or on the
+first doc, never in the constructor.
 """
 
 import copy
