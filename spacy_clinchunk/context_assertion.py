@@ -392,18 +392,39 @@ class ContextAssertion(Pipe):
             u_start, u_end = units[u]
             max_scope = rule.max_scope or limit
             scope_start, scope_end = _scope(rule.direction, max_scope, start, end, u_start, u_end)
-            carries = rule.direction == "FORWARD" and u + 1 < len(units) and _ends_unit(doc, layout.space, end, u_end)
-            if carries:  # "NEGATIVE FOR" at the end of a line governs the next one
-                scope_end = units[u + 1][1] if max_scope is None else min(units[u + 1][1], end + max_scope)
+            later = self._later_units(doc, layout, rule.direction, u, end, scope_end)
+            if later:  # "NEGATIVE FOR" at the end of a line, "Call if:" over its list
+                last = units[later[-1]][1]
+                scope_end = last if max_scope is None else min(last, end + max_scope)
             modifier = ConTextModifier(rule, start, end, None, scope_start=scope_start, scope_end=scope_end)
             per_unit[u].append(modifier)
-            if carries:
-                per_unit[u + 1].append(modifier)
+            for k in later:
+                per_unit[k].append(modifier)
         for mods in per_unit:
             if len(mods) > 1:
                 mods.sort(key=lambda m: m.modifier_span)
                 _update_scopes(mods)
         return per_unit
+
+    def _later_units(self, doc: Doc, layout: "DocLayout", direction: str, u: int, end: int, scope_end: int) -> List[int]:
+        """Units after ``u`` that a forward cue governs: the next one when nothing follows
+        the cue in its unit; every list item when its unit ends with a colon."""
+        units = layout.units
+        if direction != "FORWARD" or u + 1 >= len(units):
+            return []
+        u_end = units[u][1]
+        if scope_end >= u_end and _last_word(layout.space, doc, units[u]) == ":":
+            items = []
+            k = u + 1
+            while k < len(units) and _is_list_item(doc, layout.space, units[k]):
+                items.append(k)
+                if k + 1 < len(units) and _is_bare_marker(doc, layout.space, units[k]):
+                    items.append(k + 1)  # a sentence splitter cut "1." from its item
+                    k += 1
+                k += 1
+            if items:
+                return items
+        return [u + 1] if _ends_unit(doc, layout.space, end, u_end) else []
 
     def _assign(self, target: Span, per_unit: List["_UnitModifiers"], layout: "DocLayout", write_section: bool) -> None:
         unit_starts = layout.unit_starts
@@ -715,17 +736,27 @@ def _scope(direction: str, limit: Optional[int], start: int, end: int, u_start: 
     return start, end  # TERMINATE / PSEUDO
 
 
+# Cues whose scope reaches further than this many tokens from the cue are looked up
+# one by one; the others through a window, so a long unit with many cues stays linear.
+_NEAR = 64
+
+
+def _extent(m: Any) -> Tuple[int, int]:
+    """Tokens a modifier touches: its cue and its scope."""
+    return min(m.scope_span[0], m.modifier_span[0]), max(m.scope_span[1], m.modifier_span[1])
+
+
 def _update_scopes(mods: List[Any]) -> None:
     """medspaCy's ``ConTextGraph.update_scopes`` (same pair order, same ``limit_scope``),
     skipping pairs whose scopes cannot overlap, so a long unit is not quadratic."""
-    back = max(m.modifier_span[0] - m.scope_span[0] for m in mods)
+    starts = [m.modifier_span[0] for m in mods]
+    far_left = [k for k, m in enumerate(mods) if starts[k] - _extent(m)[0] > _NEAR]
     for i in range(len(mods) - 1):
         first = mods[i]
-        reach = max(first.scope_span[1], first.modifier_span[1])
-        for j in range(i + 1, len(mods)):
+        window_end = max(i + 1, bisect_left(starts, _extent(first)[1] + _NEAR))
+        others = far_left[bisect_left(far_left, window_end):]
+        for j in [*range(i + 1, window_end), *others]:
             second = mods[j]
-            if second.modifier_span[0] - back >= reach:
-                break
             first.limit_scope(second)
             second.limit_scope(first)
 
@@ -745,19 +776,54 @@ _NO_MODIFIERS = _NoModifiers()
 class _UnitModifiers:
     """The modifiers of one scope unit, sorted, with a fast lookup of those near a span."""
 
-    __slots__ = ("mods", "starts", "before", "after")
+    __slots__ = ("mods", "starts", "before", "after", "far")
 
     def __init__(self, mods: List[Any]) -> None:
-        self.mods = mods
-        self.starts = [m.modifier_span[0] for m in mods]
+        near, self.far = [], []
+        for m in mods:
+            lo, hi = _extent(m)
+            start = m.modifier_span[0]
+            (near if hi - start <= _NEAR and start - lo <= _NEAR else self.far).append(m)
+        self.mods = near
+        self.starts = [m.modifier_span[0] for m in near]
         # how far a scope reaches right of its cue start / left of its cue start
-        self.before = max((max(m.scope_span[1], m.modifier_span[1]) - m.modifier_span[0] for m in mods), default=0)
-        self.after = max((m.modifier_span[0] - min(m.scope_span[0], m.modifier_span[0]) for m in mods), default=0)
+        self.before = max((_extent(m)[1] - m.modifier_span[0] for m in near), default=0)
+        self.after = max((m.modifier_span[0] - _extent(m)[0] for m in near), default=0)
 
     def near(self, start: int, end: int) -> List[Any]:
         lo = bisect_left(self.starts, start - self.before)
         hi = bisect_right(self.starts, end + self.after)
-        return self.mods[lo:hi]
+        found = self.mods[lo:hi]
+        for m in self.far:
+            m_lo, m_hi = _extent(m)
+            if m_lo < end and start < m_hi:
+                found.append(m)
+        return found
+
+
+_LIST_BULLETS = {"-", "*", "•", "·", "–", "+"}
+
+
+def _last_word(space: List[int], doc: Doc, unit: Tuple[int, int]) -> str:
+    for i in range(unit[1] - 1, unit[0] - 1, -1):
+        if not space[i]:
+            return doc[i].text
+    return ""
+
+
+def _is_list_item(doc: Doc, space: List[int], unit: Tuple[int, int]) -> bool:
+    """A unit that opens with a bullet or an item number ("- fever", "2. rash")."""
+    words = [i for i in range(unit[0], min(unit[1], unit[0] + 4)) if not space[i]]
+    if not words:
+        return False
+    first = doc[words[0]].text
+    if first in _LIST_BULLETS:
+        return True
+    return first.rstrip(".)").isdigit() and (first[-1] in ".)" or len(words) > 1 and doc[words[1]].text in ".)")
+
+
+def _is_bare_marker(doc: Doc, space: List[int], unit: Tuple[int, int]) -> bool:
+    return all(space[i] or doc[i].is_punct or doc[i].is_digit for i in range(*unit))
 
 
 def _ends_unit(doc: Doc, space: List[int], cue_end: int, unit_end: int) -> bool:
@@ -766,7 +832,10 @@ def _ends_unit(doc: Doc, space: List[int], cue_end: int, unit_end: int) -> bool:
     rest = [i for i in range(cue_end, unit_end) if not space[i]]
     if not rest:
         return True
-    return len(rest) == 1 and doc[rest[0]].text == "." and "." in doc[cue_end - 1].text
+    if len(rest) != 1:
+        return False
+    word = doc[rest[0]].text
+    return word == ":" or (word == "." and "." in doc[cue_end - 1].text)
 
 
 def _cue(doc: Doc, modifier) -> Dict[str, Any]:
@@ -951,12 +1020,14 @@ class DocLayout:
         headers = _find_headers(text, table)
         for k, (head, label_end, body) in enumerate(headers):
             head_tok, label_tok = self._token_at(head), self._token_at(label_end)
+            name, label = table.lookup(text[head:label_end])
+            if name is None and label_tok > head_tok and doc[label_tok - 1].is_stop:
+                continue  # "Call if:" opens a list; a label ends in a noun
             starts.add(head_tok)
+            if name is None:
+                continue  # an unknown label ends scope, but "Denies:" still negates what follows
             if label_tok > head_tok:
                 self.labels.append((head_tok, label_tok))
-            name, label = table.lookup(text[head:label_end])
-            if name is None:
-                continue
             end = headers[k + 1][0] if k + 1 < len(headers) else len(text)
             end = _body_end(text, body, end)
             self.sections.append(Section(doc, head_tok, label_tok, self._token_at(end), name, label))
@@ -993,9 +1064,13 @@ def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
                 label_end -= 1
             if label_end > head:
                 found.append((head, label_end, match.end()))
-    found.sort()
-    kept: List[Tuple[int, int, int]] = []
+    # of labels ending at the same colon, the shortest: "No fever IMPRESSION:" -> "IMPRESSION"
+    shortest: Dict[int, Tuple[int, int, int]] = {}
     for header in found:
+        if header[2] not in shortest or header[0] > shortest[header[2]][0]:
+            shortest[header[2]] = header
+    kept: List[Tuple[int, int, int]] = []
+    for header in sorted(shortest.values()):
         if kept and header[0] < kept[-1][2]:
             continue
         kept.append(header)

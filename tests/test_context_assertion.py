@@ -573,6 +573,20 @@ def test_conditional_instruction_scope_runs_over_its_whole_list(lang, text, conc
     assert labels_of(lang, text, concepts) == ["hypothetical"] * len(concepts)
 
 
+@pytest.mark.parametrize(
+    "text,concept,expected",
+    [
+        ("Call your doctor if:\n- fever\n- rash\n\nShe has a cough.", "rash", "hypothetical"),
+        ("Call your doctor if:\n- fever\n- rash\n\nShe has a cough.", "cough", "affirmed"),
+        ("Return if any of these occur:\n1. fever\n2. rash", "rash", "hypothetical"),
+        ("Denies:\nfever", "fever", "negated"),
+        ("NEGATIVE FOR:\n- fever\n- rash", "rash", "negated"),
+    ],
+)
+def test_a_cue_ending_in_a_colon_governs_its_list(text, concept, expected):
+    assert_concept("en", text, concept, expected)
+
+
 def test_conditional_scope_ends_with_the_sentence_and_at_but():
     text = "Return if fever develops. She has a cough."
     assert labels_of("en", text, ["fever", "cough"]) == ["hypothetical", "affirmed"]
@@ -707,6 +721,7 @@ def test_five_thousand_word_sentence_and_five_hundred_item_list():
         ("PAST MEDICAL HISTORY:", "PAST MEDICAL HISTORY", "affirmed"),
         ("PAST MEDICAL HISTORY:\n\nFAMILY HISTORY:\n", "FAMILY HISTORY", "affirmed"),
         ("FAMILY HISTORY:\nPAST MEDICAL HISTORY:\nasthma", "asthma", "historical"),
+        ("Call your doctor if:\n- fever\n- rash", "rash", "hypothetical"),
         ("The history-taking revealed chest pain.", "history-taking", "affirmed"),
         ("Skills in history-taking and no fever.", "fever", "negated"),
         ("Kein Fieber. No cough. Pas de toux.", "Fieber", "affirmed"),
