@@ -15,6 +15,7 @@ RAG_CHUNKS_KEY = "clin_rag_chunks"  # token windows of clin_llm_context
 ANNOTATIONS_KEY = "annotations"  # evidence spans read from annotated documents
 VORONOI_KEY = "voronoi"  # Voronoi territories
 VORONOI_VARIANT_PREFIX = "voronoi_"  # + "0.50" etc.
+FOCUS_KEY = "clin_focus"  # clin_focus: the framing-free finding of each chunk
 
 ASSERTION_LABELS = (
     "affirmed",
@@ -48,6 +49,9 @@ SPAN_EXTENSIONS: Dict[str, Any] = {
     "enriched_text": None,
     # medspaCy sectionizer (or our header detection): the section a chunk stands in
     "section": None,
+    # clin_focus: focus span -> index of its chunk; chunk -> indices of its focus spans
+    "focus_of": None,
+    "focus_ids": None,
 }
 
 DOC_EXTENSIONS: Dict[str, Any] = {

@@ -1,0 +1,325 @@
+"""clin_focus: the finding of each clause chunk, without its clinical framing.
+
+A clause chunk such as "she was noted to have aplastic or hypoplastic nails" embeds
+worse than the finding itself: the framing ("she was noted to have", "examination
+revealed", "patients with ... have") pulls every chunk towards the same place. This
+component writes a second, linked granularity to the ``clin_focus`` group:
+
+* framing phrases (``focus_cut_phrases``) are cut out wherever they occur in a chunk,
+  and the pieces are trimmed of leading/trailing framing (``focus_lead_phrases``,
+  ``focus_trail_phrases``, the cleaner's edge words and, by default, negation cues);
+* a piece with no content word, or shorter than ``min_focus_chars``, gives no focus;
+* a coordinated piece ("cleft lip and palate", "aplastic or hypoplastic nails") stays
+  whole; its contiguous conjuncts ("hypoplastic nails") may be added as extra focus
+  spans (``distributive``), never rewritten text.
+
+Each focus span has ``Span._.focus_of`` (index of its chunk in ``clin_chunks``); each
+chunk has ``Span._.focus_ids`` (indices into ``clin_focus``, possibly empty). Focus spans
+keep the chunk's assertion: it is decided on the full clause, so run this component after
+``clin_context_assertion``; the chunk's assertion attributes are copied as they are.
+"""
+
+import re
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import srsly
+from spacy.language import Language
+from spacy.pipeline import Pipe
+from spacy.tokens import Doc, Span
+from spacy.util import ensure_path
+
+from . import attrs
+from .coordination import CoordinationRules
+from .resources_io import Override, build_resources, resolve_language
+from .spans import Range, TokenIndex, doc_text
+
+FACTORY = "clin_focus"
+FOCUS_LABEL = "focus"
+RESOURCES_FILE = "resources.json"
+ASSERTION_ATTRS = (
+    "assertion",
+    "assertion_cues",
+    "is_negated",
+    "is_uncertain",
+    "is_historical",
+    "is_hypothetical",
+    "is_family",
+    "is_normal",
+)
+RESOURCE_NAMES = (
+    "focus_cut_phrases",
+    "focus_lead_phrases",
+    "focus_trail_phrases",
+    "leading_cleanup_words",
+    "trailing_cleanup_words",
+    "low_value_words",
+    "negation_words",
+    "coordinating_conjunctions",
+    "modifier_suffixes",
+)
+_WORD = re.compile(r"[^\W_][\w'’./-]*|[^\s]")
+_EDGE = " \t\r\n,;:.!?-–—/\\*•·\"'`“”‘’"
+_TRAIL_WINDOW = 160  # characters searched for trailing framing (keeps trimming linear)
+
+
+@Language.factory(
+    FACTORY,
+    default_config={
+        "spans_key": attrs.CHUNKS_KEY,
+        "focus_key": attrs.FOCUS_KEY,
+        "language": None,
+        "min_focus_chars": 2,
+        "trim_negation": True,
+        "distributive": True,
+        "max_conjuncts": 8,
+        "overrides": {},
+    },
+    assigns=["doc.spans", "span._.focus_of", "span._.focus_ids"],
+)
+def make_focus(
+    nlp: Language,
+    name: str,
+    spans_key: str,
+    focus_key: str,
+    language: Optional[str],
+    min_focus_chars: int,
+    trim_negation: bool,
+    distributive: bool,
+    max_conjuncts: int,
+    overrides: Dict[str, Override],
+) -> "ClinFocus":
+    return ClinFocus(
+        nlp,
+        name,
+        spans_key=spans_key,
+        focus_key=focus_key,
+        language=language,
+        min_focus_chars=min_focus_chars,
+        trim_negation=trim_negation,
+        distributive=distributive,
+        max_conjuncts=max_conjuncts,
+        overrides=overrides,
+    )
+
+
+def phrase_regex(phrases: Iterable[str], anchor: str = "") -> Optional["re.Pattern[str]"]:
+    """Word-bounded, case-insensitive alternation of ``phrases`` (longest first)."""
+    ordered = sorted({p.strip().lower() for p in phrases if p.strip()}, key=len, reverse=True)
+    if not ordered:
+        return None
+    body = "|".join(r"\s+".join(re.escape(part) for part in p.split()) for p in ordered)
+    return re.compile(rf"(?<![\w-])(?:{body})(?![\w-]){anchor}", re.IGNORECASE)
+
+
+class ClinFocus(Pipe):
+    """Write the framing-free focus of every chunk to a linked span group."""
+
+    def __init__(
+        self,
+        nlp: Language,
+        name: str = FACTORY,
+        *,
+        spans_key: str = attrs.CHUNKS_KEY,
+        focus_key: str = attrs.FOCUS_KEY,
+        language: Optional[str] = None,
+        min_focus_chars: int = 2,
+        trim_negation: bool = True,
+        distributive: bool = True,
+        max_conjuncts: int = 8,
+        overrides: Optional[Mapping[str, Override]] = None,
+    ) -> None:
+        attrs.register_extensions()
+        if spans_key == focus_key:
+            raise ValueError(f"{name}: spans_key and focus_key must differ (both '{spans_key}')")
+        self.name = name
+        self.spans_key = spans_key
+        self.focus_key = focus_key
+        self.lang = resolve_language(language or nlp.lang, name)
+        self.min_focus_chars = max(1, int(min_focus_chars))
+        self.trim_negation = bool(trim_negation)
+        self.distributive = bool(distributive)
+        self.max_conjuncts = max(0, int(max_conjuncts))
+        self.overrides = dict(overrides or {})
+        self.resources: Dict[str, List[str]] = build_resources(self.lang, RESOURCE_NAMES, self.overrides)
+        self._compile()
+
+    # -- rules --------------------------------------------------------------
+    def _compile(self) -> None:
+        r = self.resources
+        negations = {w.lower() for w in r["negation_words"]}
+        lead = list(r["focus_lead_phrases"]) + list(r["leading_cleanup_words"])
+        trail = list(r["focus_trail_phrases"]) + list(r["trailing_cleanup_words"])
+        if self.trim_negation:
+            lead += sorted(negations)
+        else:
+            lead = [w for w in lead if w.lower() not in negations]
+        self.cut_re = phrase_regex(r["focus_cut_phrases"])
+        self.lead_re = phrase_regex(lead)
+        self.trail_re = phrase_regex(trail, anchor=r"\Z")
+        self.conj_re = phrase_regex(r["coordinating_conjunctions"])
+        self.modifier = CoordinationRules((), r["modifier_suffixes"], ()).is_modifier
+        filler = {w.lower() for w in (*r["low_value_words"], *r["leading_cleanup_words"], *r["trailing_cleanup_words"])}
+        single_lead = {p.lower() for p in r["focus_lead_phrases"] if " " not in p.strip()}
+        self.filler = filler | single_lead | negations
+
+    def focus_ranges(self, text: str, start: int, end: int) -> List[Range]:
+        """Focus ranges of one chunk: the whole pieces first, then their conjuncts."""
+        pieces: List[Range] = []
+        cursor = start
+        if self.cut_re is not None:
+            for match in self.cut_re.finditer(text, start, end):
+                pieces.append((cursor, match.start()))
+                cursor = match.end()
+        pieces.append((cursor, end))
+        result: List[Range] = []
+        for s, e in pieces:
+            trimmed = self._trim(text, s, e)
+            if trimmed is None:
+                continue
+            result.append(trimmed)
+            if self.distributive:
+                result.extend(r for r in self._conjuncts(text, *trimmed) if r != trimmed)
+        return list(dict.fromkeys(result))
+
+    def _trim(self, text: str, start: int, end: int) -> Optional[Range]:
+        """Move the edges inward past framing; None when nothing of substance is left."""
+        while True:
+            start, end = _strip_edges(text, start, end)
+            if start >= end:
+                return None
+            if self.lead_re is not None:
+                match = self.lead_re.match(text, start, end)
+                if match and match.end() > start:
+                    start = match.end()
+                    continue
+            if self.trail_re is not None:
+                match = self.trail_re.search(text, max(start, end - _TRAIL_WINDOW), end)
+                if match and match.start() < end:
+                    end = match.start()
+                    continue
+            break
+        if end - start < self.min_focus_chars or not self._has_content(text, start, end):
+            return None
+        return start, end
+
+    def _has_content(self, text: str, start: int, end: int) -> bool:
+        for match in _WORD.finditer(text, start, end):
+            word = match.group().strip(_EDGE).lower()
+            if word and any(c.isalpha() for c in word) and word not in self.filler:
+                return True
+        return False
+
+    def _conjuncts(self, text: str, start: int, end: int) -> List[Range]:
+        """Contiguous conjuncts of a coordinated piece, at ``and``/``or`` and commas."""
+        if self.conj_re is None or self.max_conjuncts == 0:
+            return []
+        cuts: List[Tuple[int, int]] = [(m.start(), m.end()) for m in self.conj_re.finditer(text, start, end)]
+        cuts += [(m.start(), m.end()) for m in _COMMA.finditer(text, start, end)]
+        if not cuts or len(cuts) > self.max_conjuncts:
+            return []
+        cuts.sort()
+        out: List[Range] = []
+        cursor = start
+        for a, b in cuts + [(end, end)]:
+            trimmed = self._trim(text, cursor, a)
+            if trimmed is not None and _words(text, *trimmed) >= 2 and not self._dangling(text, *trimmed):
+                out.append(trimmed)
+            cursor = max(cursor, b)
+        return out
+
+    def _dangling(self, text: str, start: int, end: int) -> bool:
+        """A conjunct ending in a modifier ("synostosis of some carpal") lacks its shared head."""
+        words = text[start:end].split()
+        return bool(words) and self.modifier(words[-1])
+
+    # -- spaCy API ----------------------------------------------------------
+    def __call__(self, doc: Doc) -> Doc:
+        error_handler = self.get_error_handler()
+        try:
+            self._annotate(doc)
+        except Exception as err:  # routed like spaCy's own pipes
+            error_handler(self.name, self, [doc], err)
+        return doc
+
+    def _annotate(self, doc: Doc) -> None:
+        text = doc_text(doc)
+        chunks = list(doc.spans.get(self.spans_key, []))
+        index = TokenIndex(doc, text)
+        owners: List[Tuple[int, int, int]] = []  # (start token, end token, chunk number)
+        for number, chunk in enumerate(chunks):
+            for s, e in self.focus_ranges(text, chunk.start_char, chunk.end_char):
+                span = index.span(s, e)
+                if span is not None and chunk.start <= span.start and span.end <= chunk.end:
+                    owners.append((span.start, span.end, number))
+        owners = sorted(set(owners))
+        focus = [Span(doc, s, e, label=FOCUS_LABEL) for s, e, _ in owners]
+        doc.spans[self.focus_key] = focus
+        links: Dict[int, List[int]] = {number: [] for number in range(len(chunks))}
+        for position, (span, (_, _, number)) in enumerate(zip(focus, owners)):
+            links[number].append(position)
+            span._.focus_of = number
+            chunk = chunks[number]
+            for name in ASSERTION_ATTRS:
+                value = getattr(chunk._, name)
+                if value is not None:
+                    setattr(span._, name, list(value) if isinstance(value, list) else value)
+        for number, chunk in enumerate(chunks):
+            chunk._.focus_ids = links[number]
+
+    def initialize(self, get_examples: Optional[Callable] = None, *, nlp: Optional[Language] = None) -> None:
+        """Nothing to learn; the word lists come with the component."""
+
+    # -- data (word lists) round-trip; settings come from config -------------
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        return srsly.json_dumps(self._state()).encode("utf-8")
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ClinFocus":
+        self._load_state(srsly.json_loads(bytes_data))
+        return self
+
+    def to_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> None:
+        path = ensure_path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        srsly.write_json(path / RESOURCES_FILE, self._state())
+
+    def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ClinFocus":
+        file = ensure_path(path) / RESOURCES_FILE
+        if file.exists():
+            self._load_state(srsly.read_json(file))
+        return self
+
+    def _state(self) -> Dict[str, Any]:
+        return {"lang": self.lang, "resources": self.resources}
+
+    def _load_state(self, state: Dict[str, Any]) -> None:
+        self.lang = state.get("lang", self.lang)
+        saved = state.get("resources", {})
+        self.resources = {name: list(saved.get(name, self.resources[name])) for name in RESOURCE_NAMES}
+        self._compile()
+
+
+_COMMA = re.compile(r"[,;](?=\s)")
+
+
+def _strip_edges(text: str, start: int, end: int) -> Range:
+    """Drop whitespace and dangling punctuation at both edges (brackets only when unbalanced)."""
+    while True:
+        before = (start, end)
+        while start < end and (text[start] in _EDGE or text[start] in ")]}"):
+            start += 1
+        while end > start and (text[end - 1] in _EDGE or text[end - 1] in "([{"):
+            end -= 1
+        if start < end and text[start] in "([{" and text.find(_CLOSE[text[start]], start, end) < 0:
+            start += 1
+        if start < end and text[end - 1] in ")]}" and text.rfind(_OPEN[text[end - 1]], start, end) < 0:
+            end -= 1
+        if (start, end) == before:
+            return start, end
+
+
+_CLOSE = {"(": ")", "[": "]", "{": "}"}
+_OPEN = {v: k for k, v in _CLOSE.items()}
+
+
+def _words(text: str, start: int, end: int) -> int:
+    return len(text[start:end].split())
