@@ -4,13 +4,15 @@ Rules used by the splitters when ``keep_coordinated`` is on (off by default, so 
 existing strategies keep their output). They look only at a few words on each side of
 the candidate split, so a list of any length is judged in linear time:
 
-* at a conjunction: keep the coordination when the right conjunct is one word that
-  ends the clause ("lip and palate."), or when it has at most ``max_conjunct_words`` words and the word
-  before the conjunction is a modifier sharing the right conjunct's head ("aplastic or
-  hypoplastic nails", "carpal and tarsal bones"), or when the two conjuncts share their
-  first or last word;
-* at a comma: keep it when the short phrases on both sides share their first or last
-  word ("cleft lip, cleft palate", "carpal bones, tarsal bones").
+* at a conjunction: keep the coordination when the right conjunct (up to a stop word or
+  punctuation) has at most ``max_conjunct_words`` words and either it is one word
+  ("lip and palate"), the left conjunct has at most two words ("kidney or collecting
+  system"), the word before the conjunction is a modifier sharing the right conjunct's
+  head ("aplastic or hypoplastic nails", "carpal and tarsal bones"), or the two conjuncts
+  share their first or last word;
+* at a comma: keep it between one-word list items ("eye, ear, oral, and craniofacial
+  anomalies") and between short phrases that share their first or last word ("cleft lip,
+  cleft palate", "carpal bones, tarsal bones").
 
 Modifiers are recognised by suffix (``modifier_suffixes`` per language), stop words end
 a conjunct (``coordination_stop_words``: verbs and prepositions that start a new clause
@@ -52,6 +54,8 @@ class CoordinationRules:
         words: List[str] = []
         for match in _WORD.finditer(text, start, end):
             word = match.group().strip(_EDGE).lower()
+            if words and word in self.joiners:
+                return words, True  # the next list item starts
             if not word or word in self.stop_words:
                 return words, False
             words.append(word)
@@ -68,12 +72,12 @@ class CoordinationRules:
         out: List[str] = []
         for match in reversed(words):
             word = match.group().strip(_EDGE).lower()
+            if out and match.end() < end and text[match.end()] in ",;:()":
+                break  # this word closes an earlier list item
             if not word or word in self.stop_words:
                 break
             out.append(word)
             if len(out) > self.max_words:
-                break
-            if match.start() > start and text[match.start() - 1] in ",;:()":
                 break
         return out[::-1]
 
@@ -87,22 +91,33 @@ class CoordinationRules:
     def keeps_conjunction(self, text: str, chunk: Tuple[int, int], conj: Tuple[int, int]) -> bool:
         """Whether the conjunction at ``conj`` joins parts of one concept."""
         left = self._left(text, chunk[0], conj[0])
-        right, closed = self._right(text, conj[1], chunk[1])
+        right, _ = self._right(text, conj[1], chunk[1])
         if not left or not right or len(right) > self.max_words:
             return False
-        if len(right) == 1 and closed:  # "cleft lip and palate", not "... and synostosis of ..."
-            return True
-        if self.is_modifier(left[-1]) and len(left) <= self.max_words + 1:
-            return True
+        if len(right) == 1 or len(left) <= 2 or self.is_modifier(left[-1]):
+            return True  # "lip and palate", "kidney or collecting system", "carpal and tarsal bones"
         return _share_edge_word(left[-len(right):], right)
 
     def keeps_comma(self, text: str, chunk: Tuple[int, int], comma: Tuple[int, int]) -> bool:
         """Whether the comma at ``comma`` separates phrases of one shared-word list."""
         left = self._left(text, chunk[0], comma[0])
-        right, _ = self._right(text, comma[1], chunk[1])
-        if len(right) < 2 or len(right) > self.max_words or len(left) < len(right):
+        after = comma[1]
+        joiner = self._joiner_at(text, after, chunk[1])
+        right, closed = self._right(text, joiner or after, chunk[1])
+        if not left or not right or len(right) > self.max_words:
+            return False
+        if len(left) == 1 and (joiner or (len(right) == 1 and closed)):
+            return True  # a list of bare modifiers: "eye, ear, oral, and craniofacial anomalies"
+        if len(right) < 2 or len(left) < len(right):
             return False
         return _share_edge_word(left[-len(right):], right)
+
+    def _joiner_at(self, text: str, start: int, end: int) -> int:
+        """End of a joiner ("and", "or") right after ``start``, or 0."""
+        match = _WORD.search(text, start, end)
+        if match and " ".join(match.group().lower().split()) in self.joiners:
+            return match.end()
+        return 0
 
 
 def _share_edge_word(left: Sequence[str], right: Sequence[str]) -> bool:

@@ -11,7 +11,9 @@ component writes a second, linked granularity to the ``clin_focus`` group:
 * a piece with no content word, or shorter than ``min_focus_chars``, gives no focus;
 * a coordinated piece ("cleft lip and palate", "aplastic or hypoplastic nails") stays
   whole; its contiguous conjuncts ("hypoplastic nails") may be added as extra focus
-  spans (``distributive``), never rewritten text.
+  spans (``distributive``), never rewritten text;
+* a piece with a prepositional tail ("hypotonia at birth") also gets its head as an
+  extra focus span (``head_extras``, breaks in ``focus_head_breaks``).
 
 Each focus span has ``Span._.focus_of`` (index of its chunk in ``clin_chunks``); each
 chunk has ``Span._.focus_ids`` (indices into ``clin_focus``, possibly empty). Focus spans
@@ -56,6 +58,7 @@ RESOURCE_NAMES = (
     "negation_words",
     "coordinating_conjunctions",
     "modifier_suffixes",
+    "focus_head_breaks",
 )
 _WORD = re.compile(r"[^\W_][\w'’./-]*|[^\s]")
 _EDGE = " \t\r\n,;:.!?-–—/\\*•·\"'`“”‘’"
@@ -72,6 +75,8 @@ _TRAIL_WINDOW = 160  # characters searched for trailing framing (keeps trimming 
         "trim_negation": True,
         "distributive": True,
         "max_conjuncts": 8,
+        "min_conjunct_words": 1,
+        "head_extras": True,
         "overrides": {},
     },
     assigns=["doc.spans", "span._.focus_of", "span._.focus_ids"],
@@ -86,6 +91,8 @@ def make_focus(
     trim_negation: bool,
     distributive: bool,
     max_conjuncts: int,
+    min_conjunct_words: int,
+    head_extras: bool,
     overrides: Dict[str, Override],
 ) -> "ClinFocus":
     return ClinFocus(
@@ -98,6 +105,8 @@ def make_focus(
         trim_negation=trim_negation,
         distributive=distributive,
         max_conjuncts=max_conjuncts,
+        min_conjunct_words=min_conjunct_words,
+        head_extras=head_extras,
         overrides=overrides,
     )
 
@@ -126,6 +135,8 @@ class ClinFocus(Pipe):
         trim_negation: bool = True,
         distributive: bool = True,
         max_conjuncts: int = 8,
+        min_conjunct_words: int = 1,
+        head_extras: bool = True,
         overrides: Optional[Mapping[str, Override]] = None,
     ) -> None:
         attrs.register_extensions()
@@ -139,6 +150,8 @@ class ClinFocus(Pipe):
         self.trim_negation = bool(trim_negation)
         self.distributive = bool(distributive)
         self.max_conjuncts = max(0, int(max_conjuncts))
+        self.min_conjunct_words = max(1, int(min_conjunct_words))
+        self.head_extras = bool(head_extras)
         self.overrides = dict(overrides or {})
         self.resources: Dict[str, List[str]] = build_resources(self.lang, RESOURCE_NAMES, self.overrides)
         self._compile()
@@ -157,6 +170,7 @@ class ClinFocus(Pipe):
         self.lead_re = phrase_regex(lead)
         self.trail_re = phrase_regex(trail, anchor=r"\Z")
         self.conj_re = phrase_regex(r["coordinating_conjunctions"])
+        self.head_re = phrase_regex(r["focus_head_breaks"])
         self.modifier = CoordinationRules((), r["modifier_suffixes"], ()).is_modifier
         filler = {w.lower() for w in (*r["low_value_words"], *r["leading_cleanup_words"], *r["trailing_cleanup_words"])}
         single_lead = {p.lower() for p in r["focus_lead_phrases"] if " " not in p.strip()}
@@ -177,6 +191,10 @@ class ClinFocus(Pipe):
             if trimmed is None:
                 continue
             result.append(trimmed)
+            if self.head_extras:
+                head = self._head(text, *trimmed)
+                if head is not None:
+                    result.append(head)
             if self.distributive:
                 result.extend(r for r in self._conjuncts(text, *trimmed) if r != trimmed)
         return list(dict.fromkeys(result))
@@ -222,10 +240,20 @@ class ClinFocus(Pipe):
         cursor = start
         for a, b in cuts + [(end, end)]:
             trimmed = self._trim(text, cursor, a)
-            if trimmed is not None and _words(text, *trimmed) >= 2 and not self._dangling(text, *trimmed):
+            if trimmed is not None and _words(text, *trimmed) >= self.min_conjunct_words and not self._dangling(text, *trimmed):
                 out.append(trimmed)
             cursor = max(cursor, b)
         return out
+
+    def _head(self, text: str, start: int, end: int) -> Optional[Range]:
+        """The finding before its first prepositional tail ("hypotonia" of "hypotonia at birth")."""
+        if self.head_re is None:
+            return None
+        match = self.head_re.search(text, start, end)
+        if match is None or match.start() <= start:
+            return None
+        head = self._trim(text, start, match.start())
+        return head if head is not None and head != (start, end) and not self._dangling(text, *head) else None
 
     def _dangling(self, text: str, start: int, end: int) -> bool:
         """A conjunct ending in a modifier ("synostosis of some carpal") lacks its shared head."""
