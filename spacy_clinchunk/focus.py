@@ -22,22 +22,19 @@ keep the chunk's assertion: it is decided on the full clause, so run this compon
 """
 
 import re
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
-import srsly
 from spacy.language import Language
-from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
-from spacy.util import ensure_path
 
 from . import attrs
+from .base import ChunkRefiner
 from .coordination import CoordinationRules
-from .resources_io import Override, build_resources, resolve_language
+from .resources_io import Override
 from .spans import Range, TokenIndex, doc_text
 
 FACTORY = "clin_focus"
 FOCUS_LABEL = "focus"
-RESOURCES_FILE = "resources.json"
 ASSERTION_ATTRS = (
     "assertion",
     "assertion_cues",
@@ -120,8 +117,14 @@ def phrase_regex(phrases: Iterable[str], anchor: str = "") -> Optional["re.Patte
     return re.compile(rf"(?<![\w-])(?:{body})(?![\w-]){anchor}", re.IGNORECASE)
 
 
-class ClinFocus(Pipe):
-    """Write the framing-free focus of every chunk to a linked span group."""
+class ClinFocus(ChunkRefiner):
+    """Write the framing-free focus of every chunk to a linked span group.
+
+    Reuses the refiners' resource handling and data round-trip; unlike them it leaves the
+    chunk group as it is and writes a second group.
+    """
+
+    resource_names = RESOURCE_NAMES
 
     def __init__(
         self,
@@ -139,25 +142,19 @@ class ClinFocus(Pipe):
         head_extras: bool = True,
         overrides: Optional[Mapping[str, Override]] = None,
     ) -> None:
-        attrs.register_extensions()
         if spans_key == focus_key:
             raise ValueError(f"{name}: spans_key and focus_key must differ (both '{spans_key}')")
-        self.name = name
-        self.spans_key = spans_key
         self.focus_key = focus_key
-        self.lang = resolve_language(language or nlp.lang, name)
         self.min_focus_chars = max(1, int(min_focus_chars))
         self.trim_negation = bool(trim_negation)
         self.distributive = bool(distributive)
         self.max_conjuncts = max(0, int(max_conjuncts))
         self.min_conjunct_words = max(1, int(min_conjunct_words))
         self.head_extras = bool(head_extras)
-        self.overrides = dict(overrides or {})
-        self.resources: Dict[str, List[str]] = build_resources(self.lang, RESOURCE_NAMES, self.overrides)
-        self._compile()
+        super().__init__(nlp, name, spans_key=spans_key, language=language, overrides=overrides)
 
     # -- rules --------------------------------------------------------------
-    def _compile(self) -> None:
+    def setup(self) -> None:
         r = self.resources
         negations = {w.lower() for w in r["negation_words"]}
         lead = list(r["focus_lead_phrases"]) + list(r["leading_cleanup_words"])
@@ -246,13 +243,15 @@ class ClinFocus(Pipe):
         return out
 
     def _head(self, text: str, start: int, end: int) -> Optional[Range]:
-        """The finding before its first prepositional tail ("hypotonia" of "hypotonia at birth")."""
-        if self.head_re is None:
+        """The finding before its first prepositional tail or bracket ("hypotonia" of "hypotonia with
+        poor feeding", "Townes-Brocks syndrome" of "Townes-Brocks syndrome (TBS)")."""
+        match = self.head_re.search(text, start, end) if self.head_re is not None else None
+        cut = match.start() if match is not None else end
+        bracket = text.find("(", start, cut)  # "Townes-Brocks syndrome (TBS)"
+        cut = bracket if bracket > start else cut
+        if cut <= start or cut >= end:
             return None
-        match = self.head_re.search(text, start, end)
-        if match is None or match.start() <= start:
-            return None
-        head = self._trim(text, start, match.start())
+        head = self._trim(text, start, cut)
         return head if head is not None and head != (start, end) and not self._dangling(text, *head) else None
 
     def _dangling(self, text: str, start: int, end: int) -> bool:
@@ -262,6 +261,7 @@ class ClinFocus(Pipe):
 
     # -- spaCy API ----------------------------------------------------------
     def __call__(self, doc: Doc) -> Doc:
+        self._raise_pending()
         error_handler = self.get_error_handler()
         try:
             self._annotate(doc)
@@ -293,37 +293,6 @@ class ClinFocus(Pipe):
                     setattr(span._, name, list(value) if isinstance(value, list) else value)
         for number, chunk in enumerate(chunks):
             chunk._.focus_ids = links[number]
-
-    def initialize(self, get_examples: Optional[Callable] = None, *, nlp: Optional[Language] = None) -> None:
-        """Nothing to learn; the word lists come with the component."""
-
-    # -- data (word lists) round-trip; settings come from config -------------
-    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return srsly.json_dumps(self._state()).encode("utf-8")
-
-    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ClinFocus":
-        self._load_state(srsly.json_loads(bytes_data))
-        return self
-
-    def to_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> None:
-        path = ensure_path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(path / RESOURCES_FILE, self._state())
-
-    def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ClinFocus":
-        file = ensure_path(path) / RESOURCES_FILE
-        if file.exists():
-            self._load_state(srsly.read_json(file))
-        return self
-
-    def _state(self) -> Dict[str, Any]:
-        return {"lang": self.lang, "resources": self.resources}
-
-    def _load_state(self, state: Dict[str, Any]) -> None:
-        self.lang = state.get("lang", self.lang)
-        saved = state.get("resources", {})
-        self.resources = {name: list(saved.get(name, self.resources[name])) for name in RESOURCE_NAMES}
-        self._compile()
 
 
 _COMMA = re.compile(r"[,;](?=\s)")

