@@ -12,8 +12,8 @@ component writes a second, linked granularity to the ``clin_focus`` group:
 * a coordinated piece ("cleft lip and palate", "aplastic or hypoplastic nails") stays
   whole; its contiguous conjuncts ("hypoplastic nails") may be added as extra focus
   spans (``distributive``), never rewritten text;
-* a piece with a prepositional tail ("hypotonia at birth") also gets its head as an
-  extra focus span (``head_extras``, breaks in ``focus_head_breaks``).
+* a piece with a prepositional tail ("hypotonia at birth") or a bracket also gets its
+  head as an extra focus span (``head_extras``, breaks in ``focus_head_breaks``).
 
 Each focus span has ``Span._.focus_of`` (index of its chunk in ``clin_chunks``); each
 chunk has ``Span._.focus_ids`` (indices into ``clin_focus``, possibly empty). Focus spans
@@ -283,16 +283,26 @@ class ClinFocus(ChunkRefiner):
         focus = [Span(doc, s, e, label=FOCUS_LABEL) for s, e, _ in owners]
         doc.spans[self.focus_key] = focus
         links: Dict[int, List[int]] = {number: [] for number in range(len(chunks))}
+        statuses: Dict[int, Dict[str, object]] = {}
         for position, (span, (_, _, number)) in enumerate(zip(focus, owners)):
             links[number].append(position)
-            span._.focus_of = number
-            chunk = chunks[number]
-            for name in ASSERTION_ATTRS:
-                value = getattr(chunk._, name)
-                if value is not None:
-                    setattr(span._, name, list(value) if isinstance(value, list) else value)
+            underscore = span._
+            underscore.focus_of = number
+            if number not in statuses:
+                statuses[number] = _assertion_of(chunks[number])
+            for name, value in statuses[number].items():
+                setattr(underscore, name, list(value) if isinstance(value, list) else value)
         for number, chunk in enumerate(chunks):
             chunk._.focus_ids = links[number]
+
+
+def _assertion_of(chunk: Span) -> Dict[str, object]:
+    """The chunk's assertion attributes that are set (none when no assertion ran)."""
+    underscore = chunk._
+    if underscore.assertion is None:
+        return {}
+    values = {name: getattr(underscore, name) for name in ASSERTION_ATTRS}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 _COMMA = re.compile(r"[,;](?=\s)")
