@@ -56,6 +56,7 @@ class Document:
     doc_id: str
     text: str
     annotations: List[Annotation]
+    stem: str = ""
 
 
 @dataclass
@@ -80,7 +81,7 @@ def load_documents(path: Path, limit: int = 0) -> List[Document]:
             Annotation(str(a.get("label") or ""), [(s["start_char"], s["end_char"]) for s in a["evidence_spans"]])
             for a in record["annotations"]
         ]
-        docs.append(Document(str(record.get("doc_id", file.stem)), record["full_text"], annotations))
+        docs.append(Document(str(record.get("doc_id", file.stem)), record["full_text"], annotations, file.stem))
     return docs
 
 
@@ -250,7 +251,24 @@ def bootstrap(a: Measures, b: Measures, n_docs: int, rounds: int, seed: int = 0)
 
 
 # -- driver ---------------------------------------------------------------------------------------
+def predicted_row(path: Path, docs: Sequence[Document]) -> Row:
+    """Spans predicted elsewhere (``bench/train_cv.py``): ``{doc_id or file stem: [[start, end], ...]}``."""
+    saved = json.loads(Path(path).read_text(encoding="utf-8"))
+    chunks = [sorted({(int(s), int(e)) for s, e in saved.get(d.doc_id, saved.get(d.stem, []))}) for d in docs]
+    return Row(f"trained ({Path(path).name})", chunks)
+
+
+def union_row(rows: Sequence[Row]) -> Row:
+    """Several span sets indexed together (rules plus a trained model)."""
+    chunks = [sorted(set().union(*(set(row.chunks[i]) for row in rows))) for i in range(len(rows[0].chunks))]
+    return Row(" + ".join(row.name for row in rows), chunks, sum(r.seconds for r in rows), rows[0].words)
+
+
 def build_row(name: str, docs: Sequence[Document], repeat: int = 1) -> Row:
+    if "+" in name:
+        return union_row([build_row(part, docs, repeat) for part in name.split("+")])
+    if name.startswith("predicted:"):
+        return predicted_row(Path(name.split(":", 1)[1]), docs)
     if name in {"evidence", "evidence spans"}:
         return evidence_row(docs)
     if ":" in name and not name.endswith(".cfg"):
@@ -282,7 +300,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--limit", type=int, default=0, help="first N documents only")
     parser.add_argument("--rows", default=",".join(DEFAULT_ROWS), help="comma list: config names or paths "
-                        "(optionally :spans_key), 'evidence', 'default' (slow)")
+                        "(optionally :spans_key), 'evidence', 'default' (slow), 'predicted:FILE.json' "
+                        "(bench/train_cv.py), or A+B to index two rows' spans together")
     parser.add_argument("-k", type=int, default=5)
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="paired bootstrap of B - A (row names as given)")
     parser.add_argument("--bootstrap", type=int, default=1000)
