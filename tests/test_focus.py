@@ -199,3 +199,12 @@ def test_retrieval_config_assembles_and_writes_both_groups():
     doc = nlp("Examination revealed cleft lip and palate.")
     assert chunk_texts(doc) == ["Examination revealed cleft lip and palate"]
     assert "cleft lip and palate" in focus_texts(doc)
+
+
+@pytest.mark.slow
+def test_n_process_two_gives_the_same_focus_and_links():
+    nlp = load_pipeline(CONFIG_DIR / "retrieval.cfg")
+    texts = ["Examination revealed cleft lip and palate.", "Patient has seizures and hypotonia at birth."] * 4
+    single = [(focus_texts(d), [s._.focus_of for s in d.spans[FOCUS]]) for d in nlp.pipe(texts)]
+    multi = [(focus_texts(d), [s._.focus_of for s in d.spans[FOCUS]]) for d in nlp.pipe(texts, n_process=2)]
+    assert multi == single
