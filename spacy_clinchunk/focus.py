@@ -159,6 +159,7 @@ class ClinFocus(ChunkRefiner):
         negations = {w.lower() for w in r["negation_words"]}
         lead = list(r["focus_lead_phrases"]) + list(r["leading_cleanup_words"])
         trail = list(r["focus_trail_phrases"]) + list(r["trailing_cleanup_words"])
+        self.cue_free_re = phrase_regex(lead + sorted(negations))  # also past negation cues
         if self.trim_negation:
             lead += sorted(negations)
         else:
@@ -188,6 +189,10 @@ class ClinFocus(ChunkRefiner):
             if trimmed is None:
                 continue
             result.append(trimmed)
+            if not self.trim_negation:  # "absence of speech" stays; "no ocular abnormalities" adds its finding
+                bare = self._trim(text, *trimmed, lead_re=self.cue_free_re)
+                if bare is not None and bare != trimmed:
+                    result.append(bare)
             if self.head_extras:
                 head = self._head(text, *trimmed)
                 if head is not None:
@@ -196,14 +201,15 @@ class ClinFocus(ChunkRefiner):
                 result.extend(r for r in self._conjuncts(text, *trimmed) if r != trimmed)
         return list(dict.fromkeys(result))
 
-    def _trim(self, text: str, start: int, end: int) -> Optional[Range]:
+    def _trim(self, text: str, start: int, end: int, lead_re: Optional["re.Pattern[str]"] = None) -> Optional[Range]:
         """Move the edges inward past framing; None when nothing of substance is left."""
+        lead_re = lead_re or self.lead_re
         while True:
             start, end = _strip_edges(text, start, end)
             if start >= end:
                 return None
-            if self.lead_re is not None:
-                match = self.lead_re.match(text, start, end)
+            if lead_re is not None:
+                match = lead_re.match(text, start, end)
                 if match and match.end() > start:
                     start = match.end()
                     continue

@@ -118,8 +118,9 @@ def test_eye_ear_list_of_modifiers_keeps_its_head(nlp):
 
 
 def test_trim_negation_off_keeps_the_cue():
-    doc = focus_nlp(trim_negation=False)("No fever.")
-    assert focus_texts(doc) == ["No fever"]
+    doc = focus_nlp(trim_negation=False)("No fever. Absence of speech.")
+    assert focus_texts(doc) == ["No fever", "fever", "Absence of speech", "speech"]  # cue-free finding as an extra
+    assert [s._.focus_of for s in doc.spans[FOCUS]] == [0, 0, 1, 1]
 
 
 @pytest.mark.parametrize("text", ["Patient has.", "She was noted to have.", "a", "x.", ""])
