@@ -16,6 +16,7 @@ ANNOTATIONS_KEY = "annotations"  # evidence spans read from annotated documents
 VORONOI_KEY = "voronoi"  # Voronoi territories
 VORONOI_VARIANT_PREFIX = "voronoi_"  # + "0.50" etc.
 ASSERTION_VIEW_KEY = "clin_assertion_view"  # copy of a group labelled by assertion, for displaCy
+FOCUS_KEY = "clin_focus"  # clin_focus: the framing-free finding of each chunk
 
 ASSERTION_LABELS = (
     "affirmed",
@@ -49,6 +50,9 @@ SPAN_EXTENSIONS: Dict[str, Any] = {
     "enriched_text": None,
     # medspaCy sectionizer (or our header detection): the section a chunk stands in
     "section": None,
+    # clin_focus: focus span -> index of its chunk; chunk -> indices of its focus spans
+    "focus_of": None,
+    "focus_ids": None,
 }
 
 DOC_EXTENSIONS: Dict[str, Any] = {

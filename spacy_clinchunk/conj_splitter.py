@@ -3,7 +3,9 @@
 The conjunction starts the next chunk ("seizures" | "but no developmental delay").
 Fixed expressions ("and/or", "back and forth") are never cut, and a conjunction
 that joins single words ("aplastic or hypoplastic nails") is kept when fewer than
-``min_words_before`` words precede it in the current chunk.
+``min_words_before`` words precede it in the current chunk. With ``keep_coordinated``
+(off by default) a conjunction inside a coordinated concept ("cleft lip and palate",
+"carpal and tarsal bones") is kept too (see :mod:`spacy_clinchunk.coordination`).
 """
 
 import re
@@ -13,6 +15,7 @@ from spacy.language import Language
 
 from . import attrs
 from .base import ChunkRefiner
+from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from .resources_io import Override
 from .spans import Range, strip_range
 
@@ -27,6 +30,7 @@ _WORD = re.compile(r"\S+")
         "language": None,
         "min_words_before": 2,
         "min_words_after": 1,
+        "keep_coordinated": False,
         "overrides": {},
     },
     assigns=["doc.spans"],
@@ -38,6 +42,7 @@ def make_conj_splitter(
     language: Optional[str],
     min_words_before: int,
     min_words_after: int,
+    keep_coordinated: bool,
     overrides: Dict[str, Override],
 ):
     return ConjSplitter(
@@ -48,6 +53,7 @@ def make_conj_splitter(
         overrides=overrides,
         min_words_before=min_words_before,
         min_words_after=min_words_after,
+        keep_coordinated=keep_coordinated,
     )
 
 
@@ -62,9 +68,21 @@ class ConjSplitter(ChunkRefiner):
 
     resource_names = ("coordinating_conjunctions", "transition_markers", "conjunction_fixed_expressions")
 
-    def __init__(self, nlp: Language, name: str, *, min_words_before: int = 2, min_words_after: int = 1, **kwargs) -> None:
+    def __init__(
+        self,
+        nlp: Language,
+        name: str,
+        *,
+        min_words_before: int = 2,
+        min_words_after: int = 1,
+        keep_coordinated: bool = False,
+        **kwargs,
+    ) -> None:
         self.min_words_before = max(1, int(min_words_before))
         self.min_words_after = max(1, int(min_words_after))
+        self.keep_coordinated = bool(keep_coordinated)
+        if self.keep_coordinated:  # its word lists travel with the component only when used
+            self.resource_names = type(self).resource_names + COORDINATION_RESOURCES
         super().__init__(nlp, name, **kwargs)
 
     def setup(self) -> None:
@@ -74,6 +92,7 @@ class ConjSplitter(ChunkRefiner):
         self.fixed_re = (
             re.compile(rf"(?<![\w/])(?:{_phrase_pattern(fixed)})(?![\w/])", re.IGNORECASE) if fixed else None
         )
+        self.coordination = rules_from_resources(self.resources, self.lang) if self.keep_coordinated else None
 
     def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
         protected = self._protected(text, start, end)
@@ -86,6 +105,8 @@ class ConjSplitter(ChunkRefiner):
             if len(_WORD.findall(text, cursor, split)) < self.min_words_before:
                 continue
             if len(_WORD.findall(text, match.end(), end)) < self.min_words_after:
+                continue
+            if self.coordination is not None and self.coordination.keeps(text, (start, end), (split, match.end())):
                 continue
             pieces.append((cursor, split))
             cursor = split

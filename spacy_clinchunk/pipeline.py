@@ -9,7 +9,7 @@ from spacy.language import Language
 from spacy.util import load_config, load_model_from_config
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
-STRATEGIES = ("simple", "punct_conj_cleaned", "sliding_window", "default")
+STRATEGIES = ("simple", "punct_conj_cleaned", "sliding_window", "default", "retrieval")
 
 
 class PipelineError(ValueError):

@@ -3,7 +3,9 @@
 Never splits inside abbreviations (per-language list plus dotted forms such as
 ``b.i.d.`` and initials ``A.B.``), numbers (``98.6``, ``1,5``), times, dates, or
 after a list enumerator at the start of a line. The punctuation that causes a split
-belongs to neither chunk.
+belongs to neither chunk. With ``keep_coordinated`` (off by default) a comma between
+short phrases sharing a word ("cleft lip, cleft palate") is kept (see
+:mod:`spacy_clinchunk.coordination`).
 """
 
 import re
@@ -13,6 +15,7 @@ from spacy.language import Language
 
 from . import attrs
 from .base import ChunkRefiner
+from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from .resources_io import Override, load_json_resource
 from .spans import Range, strip_range
 
@@ -25,7 +28,7 @@ _ORDINAL = re.compile(r"^\d{1,4}\.$")
 
 @Language.factory(
     FACTORY,
-    default_config={"spans_key": attrs.CHUNKS_KEY, "language": None, "overrides": {}},
+    default_config={"spans_key": attrs.CHUNKS_KEY, "language": None, "keep_coordinated": False, "overrides": {}},
     assigns=["doc.spans"],
 )
 def make_punct_splitter(
@@ -33,9 +36,12 @@ def make_punct_splitter(
     name: str,
     spans_key: str,
     language: Optional[str],
+    keep_coordinated: bool,
     overrides: Dict[str, Override],
 ):
-    return PunctSplitter(nlp, name, spans_key=spans_key, language=language, overrides=overrides)
+    return PunctSplitter(
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides, keep_coordinated=keep_coordinated
+    )
 
 
 class PunctSplitter(ChunkRefiner):
@@ -43,7 +49,14 @@ class PunctSplitter(ChunkRefiner):
 
     resource_names = ("abbreviations", "introducer_abbreviations")
 
+    def __init__(self, nlp: Language, name: str, *, keep_coordinated: bool = False, **kwargs) -> None:
+        self.keep_coordinated = bool(keep_coordinated)
+        if self.keep_coordinated:  # its word lists travel with the component only when used
+            self.resource_names = type(self).resource_names + COORDINATION_RESOURCES
+        super().__init__(nlp, name, **kwargs)
+
     def setup(self) -> None:
+        self.coordination = rules_from_resources(self.resources, self.lang) if self.keep_coordinated else None
         self.introducers = {a.lower() for a in self.resources["introducer_abbreviations"]}
         rules = load_json_resource(self.lang, "punct_rules")
         self.ordinal_period = bool(rules.get("ordinal_period", False))
@@ -54,6 +67,10 @@ class PunctSplitter(ChunkRefiner):
         for match in _CANDIDATE.finditer(text, start, end):
             boundary = self._boundary(text, match.start(), match.end(), start, end)
             if boundary is None:
+                continue
+            if self.coordination is not None and match.group() == "," and self.coordination.keeps_comma(
+                text, (cursor, end), (match.start(), match.end())
+            ):
                 continue
             pieces.append((cursor, boundary))
             cursor = match.end()

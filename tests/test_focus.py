@@ -1,0 +1,211 @@
+"""clin_focus: framing-free focus spans linked to their clause chunks; coordinated concepts kept."""
+import time
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+import spacy_clinchunk.focus  # noqa: F401  (the factory, also reachable through entry points)
+from conftest import CONFIG_DIR, chunk_texts
+from spacy_clinchunk import attrs
+from spacy_clinchunk.pipeline import load_pipeline
+
+FOCUS = attrs.FOCUS_KEY
+
+
+def focus_nlp(lang="en", coordinated=True, **focus_config):
+    nlp = spacy.blank(lang)
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("clin_punct_splitter", config={"keep_coordinated": coordinated})
+    nlp.add_pipe("clin_conj_splitter", config={"keep_coordinated": coordinated})
+    nlp.add_pipe("clin_cleaner")
+    nlp.add_pipe("clin_focus", config=focus_config)
+    return nlp
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    return focus_nlp()
+
+
+def focus_texts(doc):
+    return chunk_texts(doc, FOCUS)
+
+
+def check_offsets_and_links(doc):
+    chunks, focus = doc.spans[attrs.CHUNKS_KEY], doc.spans[FOCUS]
+    assert [(s.start_char, s.end_char) for s in focus] == sorted((s.start_char, s.end_char) for s in focus)
+    for position, span in enumerate(focus):
+        assert span.text == doc.text[span.start_char:span.end_char]
+        owner = chunks[span._.focus_of]
+        assert owner.start_char <= span.start_char and span.end_char <= owner.end_char
+        assert position in owner._.focus_ids
+    for number, chunk in enumerate(chunks):
+        assert all(focus[i]._.focus_of == number for i in chunk._.focus_ids)
+
+
+def test_framing_is_trimmed_and_links_go_both_ways(nlp):
+    doc = nlp("She was noted to have a heart murmur. Examination revealed hepatomegaly. Patient has seizures.")
+    assert focus_texts(doc) == ["heart murmur", "hepatomegaly", "seizures"]
+    assert chunk_texts(doc)[1] == "Examination revealed hepatomegaly"
+    check_offsets_and_links(doc)
+
+
+def test_subject_and_finding_both_kept_around_a_framing_verb(nlp):
+    doc = nlp("Most patients with Townes-Brocks syndrome have normal intelligence.")
+    assert focus_texts(doc) == ["Townes-Brocks syndrome", "normal intelligence"]
+    assert doc.spans[attrs.CHUNKS_KEY][0]._.focus_ids == [0, 1]
+
+
+def test_coordinated_concepts_stay_whole_with_contiguous_distributive_extras(nlp):
+    doc = nlp("She was noted to have aplastic or hypoplastic nails. Examination revealed cleft lip and palate.")
+    assert chunk_texts(doc) == ["She was noted to have aplastic or hypoplastic nails", "Examination revealed cleft lip and palate"]
+    assert focus_texts(doc) == ["aplastic or hypoplastic nails", "hypoplastic nails", "cleft lip", "cleft lip and palate", "palate"]
+    check_offsets_and_links(doc)
+
+
+def test_shared_word_comma_list_stays_one_chunk(nlp):
+    doc = nlp("He had cleft lip, cleft palate and synostosis of some carpal and tarsal bones.")
+    assert any("cleft lip, cleft palate" in text for text in chunk_texts(doc))
+    assert any(text.endswith("synostosis of some carpal and tarsal bones") for text in chunk_texts(doc))
+    assert "tarsal bones" in focus_texts(doc)
+    assert "synostosis of some carpal" not in focus_texts(doc)  # a conjunct without its head is no reading
+
+
+def test_without_keep_coordinated_the_splitters_cut_as_before():
+    doc = focus_nlp(coordinated=False)("Examination revealed cleft lip and palate.")
+    assert chunk_texts(doc) == ["Examination revealed cleft lip", "palate"]
+
+
+def test_focus_keeps_the_chunk_assertion_decided_on_the_full_clause(nlp):
+    doc = nlp.make_doc("There was no evidence of pneumonia.")
+    for name, proc in nlp.pipeline[:-1]:
+        doc = proc(doc)
+    chunk = doc.spans[attrs.CHUNKS_KEY][0]
+    chunk._.assertion, chunk._.is_negated = "negated", True
+    chunk._.assertion_cues = [{"text": "no", "start_char": 10, "end_char": 12}]
+    doc = nlp.get_pipe("clin_focus")(doc)
+    (focus,) = doc.spans[FOCUS]
+    assert focus.text == "pneumonia"
+    assert (focus._.assertion, focus._.is_negated) == ("negated", True)
+    assert focus._.assertion_cues == chunk._.assertion_cues
+    assert focus._.assertion_cues is not chunk._.assertion_cues
+
+
+@pytest.mark.slow
+def test_assertion_carry_over_with_the_real_context_component():
+    nlp = focus_nlp()
+    nlp.add_pipe("clin_context_assertion", before="clin_focus")
+    doc = nlp("The patient denies chest pain. Mother has diabetes mellitus.")
+    chunks, focus = doc.spans[attrs.CHUNKS_KEY], doc.spans[FOCUS]
+    texts = [s.text for s in focus]
+    assert texts[0] == "chest pain" and "diabetes mellitus" in texts
+    for span in focus:
+        assert span._.assertion == chunks[span._.focus_of]._.assertion is not None
+    assert focus[0]._.assertion == "negated"  # the cue "denies" is outside the focus span
+
+
+def test_head_of_a_prepositional_tail_is_an_extra_focus(nlp):
+    text = "Examination revealed hypotonia with poor feeding."
+    assert focus_texts(nlp(text)) == ["hypotonia", "hypotonia with poor feeding"]
+    assert focus_texts(focus_nlp(head_extras=False)(text)) == ["hypotonia with poor feeding"]
+
+
+def test_eye_ear_list_of_modifiers_keeps_its_head(nlp):
+    doc = nlp("The syndrome consists of eye, ear, oral, and craniofacial anomalies.")
+    assert any(text.endswith("eye, ear, oral, and craniofacial anomalies") for text in chunk_texts(doc))
+    assert "craniofacial anomalies" in focus_texts(doc)
+
+
+def test_trim_negation_off_keeps_the_cue():
+    doc = focus_nlp(trim_negation=False)("No fever. Absence of speech.")
+    assert focus_texts(doc) == ["No fever", "fever", "Absence of speech", "speech"]  # cue-free finding as an extra
+    assert [s._.focus_of for s in doc.spans[FOCUS]] == [0, 0, 1, 1]
+
+
+@pytest.mark.parametrize("text", ["Patient has.", "She was noted to have.", "a", "x.", ""])
+def test_all_framing_and_one_character_chunks_give_no_focus(nlp, text):
+    doc = nlp(text)
+    assert focus_texts(doc) == []
+    assert all(c._.focus_ids == [] for c in doc.spans[attrs.CHUNKS_KEY])
+
+
+def test_min_focus_chars_drops_short_pieces():
+    assert focus_texts(focus_nlp()("Patient has ab.")) == ["ab"]
+    assert focus_texts(focus_nlp(min_focus_chars=3)("Patient has ab.")) == []
+
+
+def test_a_list_of_fifty_coordinated_items_is_bounded(nlp):
+    text = "Examination revealed " + ", ".join(f"cleft item{i}" for i in range(50)) + " and cleft end."
+    doc = nlp(text)
+    check_offsets_and_links(doc)
+    assert len(doc.spans[FOCUS]) <= 2 * len(doc.spans[attrs.CHUNKS_KEY]) + 60
+
+
+@pytest.mark.slow
+def test_million_character_note_stays_linear(nlp):
+    nlp = focus_nlp()
+    nlp.max_length = 2_000_000
+    sentence = "Patient has cleft lip, cleft palate and aplastic or hypoplastic nails. "
+    short = sentence * 500
+    start = time.perf_counter()
+    nlp(short)
+    small = time.perf_counter() - start
+    doc = nlp(sentence * 14100)  # over 1M characters
+    large = time.perf_counter() - start - small
+    assert len(doc.text) > 1_000_000
+    assert len(doc.spans[FOCUS]) == 14100 * 4
+    assert large < small * 28 * 3 + 5  # 28 times the text: linear, not quadratic (784x)
+
+
+def test_spans_key_and_focus_key_must_differ(blank_nlp):
+    with pytest.raises(ValueError, match="must differ"):
+        blank_nlp.add_pipe("clin_focus", config={"focus_key": attrs.CHUNKS_KEY})
+
+
+def test_extension_values_survive_docbin(nlp):
+    doc = nlp("Examination revealed cleft lip and palate.")
+    restored = list(DocBin(docs=[doc], store_user_data=True).get_docs(nlp.vocab))[0]
+    assert focus_texts(restored) == focus_texts(doc)
+    assert [s._.focus_of for s in restored.spans[FOCUS]] == [s._.focus_of for s in doc.spans[FOCUS]]
+    assert list(restored.spans[attrs.CHUNKS_KEY][0]._.focus_ids) == doc.spans[attrs.CHUNKS_KEY][0]._.focus_ids == [0, 1, 2]
+
+
+def test_save_and_load_round_trip_keeps_data_and_config_settings(tmp_path):
+    nlp = focus_nlp(overrides={"focus_lead_phrases": ["zzframe"]})
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p", config={"components.clin_focus.min_focus_chars": 3})
+    pipe = loaded.get_pipe("clin_focus")
+    assert pipe.resources["focus_lead_phrases"] == ["zzframe"]
+    assert pipe.min_focus_chars == 3
+    text = "Zzframe pallor. Examination revealed cleft lip and palate."
+    assert focus_texts(loaded(text)) == focus_texts(nlp(text))
+    assert focus_texts(loaded(text))[0] == "pallor"
+
+
+@pytest.mark.parametrize("lang", ["de", "es", "fr", "nl"])
+def test_other_languages_trim_their_framing(lang):
+    text = {
+        "de": "Der Patient hat eine Gaumenspalte.",
+        "es": "El paciente presenta paladar hendido.",
+        "fr": "Le patient présente une fente palatine.",
+        "nl": "De patiënt heeft een gespleten gehemelte.",
+    }[lang]
+    expected = {"de": "Gaumenspalte", "es": "paladar hendido", "fr": "fente palatine", "nl": "gespleten gehemelte"}[lang]
+    assert focus_texts(focus_nlp(lang)(text)) == [expected]
+
+
+def test_retrieval_config_assembles_and_writes_both_groups():
+    nlp = load_pipeline(CONFIG_DIR / "retrieval.cfg")
+    doc = nlp("Examination revealed cleft lip and palate.")
+    assert chunk_texts(doc) == ["Examination revealed cleft lip and palate"]
+    assert "cleft lip and palate" in focus_texts(doc)
+
+
+@pytest.mark.slow
+def test_n_process_two_gives_the_same_focus_and_links():
+    nlp = load_pipeline(CONFIG_DIR / "retrieval.cfg")
+    texts = ["Examination revealed cleft lip and palate.", "Patient has seizures and hypotonia at birth."] * 4
+    single = [(focus_texts(d), [s._.focus_of for s in d.spans[FOCUS]]) for d in nlp.pipe(texts)]
+    multi = [(focus_texts(d), [s._.focus_of for s in d.spans[FOCUS]]) for d in nlp.pipe(texts, n_process=2)]
+    assert multi == single
