@@ -53,6 +53,8 @@ from .resources_io import (
     load_word_list,
 )
 from .spans import hard_breaks
+from .base import require_extra
+from .settings import check_settings
 
 FACTORY = "clin_context_assertion"
 RULES_RESOURCE = "context_rules"
@@ -236,6 +238,8 @@ def make_context_assertion(
     include_default_rules: bool,
     max_scope: Optional[int],
 ):
+    check_settings(FACTORY, name, locals())
+    require_extra(nlp, "context")
     return ContextAssertion(
         nlp,
         name,
@@ -272,6 +276,7 @@ class ContextAssertion(Pipe):
         self.lang = _resolve_language(language or nlp.lang, name)
         self.max_scope = max_scope
         self.include_default_rules = bool(include_default_rules)
+        self._rules_source = copy.deepcopy(rules)  # settings; the rules built from them are data
         self._pending_error: Optional[Exception] = None
         self._rules: List[RuleDict] = []
         self._compiled = None
@@ -286,7 +291,7 @@ class ContextAssertion(Pipe):
             # A saved pipeline whose config names a file that has moved still loads:
             # from_disk supplies the rules. Used without them, the error surfaces.
             self._pending_error = err
-        self.light_words = {w.lower() for w in load_word_list(self.lang, LIGHT_WORDS_RESOURCE)}
+        self._light_words: Optional[List[str]] = None  # data: from the package or a saved pipeline
 
     # -- rules ---------------------------------------------------------------
     @property
@@ -410,21 +415,36 @@ class ContextAssertion(Pipe):
             return False
         return True
 
-    # -- serialization ---------------------------------------------------------
-    def _cfg(self) -> Dict[str, Any]:
-        return {
-            "lang": self.lang,
-            "span_keys": self.span_keys,
-            "max_scope": self.max_scope,
-            "include_default_rules": self.include_default_rules,
-        }
+    # -- serialization: data only (rules, light words); settings stay with the config --
+    @property
+    def light_words(self) -> set:
+        """Words that may precede a cue inside a span (``assertion_light_words``)."""
+        if self._light_words is None:
+            self._light_words = load_word_list(self.lang, LIGHT_WORDS_RESOURCE)
+            self._light_set = {w.lower() for w in self._light_words}
+        return self._light_set
 
-    def _load_cfg(self, cfg: Dict[str, Any]) -> None:
-        self.lang = cfg.get("lang", self.lang)
-        self.span_keys = list(cfg.get("span_keys", self.span_keys))
-        self.max_scope = cfg.get("max_scope", self.max_scope)
-        self.include_default_rules = cfg.get("include_default_rules", self.include_default_rules)
-        self.light_words = {w.lower() for w in load_word_list(self.lang, LIGHT_WORDS_RESOURCE)}
+    def _source(self) -> Dict[str, Any]:
+        """What the data was built from; a saved copy is used only while this is unchanged."""
+        return {"lang": self.lang, "rules": self._rules_source, "include_default_rules": self.include_default_rules}
+
+    def _data(self) -> Dict[str, Any]:
+        self.light_words  # noqa: B018  (loads them)
+        return {"format": 2, "source": self._source(), "light_words": self._light_words}
+
+    def _load_data(self, cfg: Dict[str, Any], rules: Any, origin: str) -> None:
+        source = cfg.get("source") or {  # format 1 held settings; only its language counts
+            "lang": cfg.get("lang", self.lang),
+            "rules": self._rules_source,
+            "include_default_rules": cfg.get("include_default_rules", self.include_default_rules),
+        }
+        if source != json.loads(json.dumps(self._source())):
+            return  # the config asks for other rules: keep those built from it
+        if rules is not None:
+            self._set_rules(rules, origin)
+        if cfg.get("light_words") is not None:
+            self._light_words = list(cfg["light_words"])
+            self._light_set = {w.lower() for w in self._light_words}
 
     def _set_rules(self, data: Any, origin: str) -> None:
         self._rules = validate_rules(data, origin)
@@ -432,26 +452,24 @@ class ContextAssertion(Pipe):
         self._compiled = None
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return srsly.json_dumps({"cfg": self._cfg(), "context_rules": self._rules}).encode("utf-8")
+        return srsly.json_dumps({"cfg": self._data(), "context_rules": self._rules}).encode("utf-8")
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ContextAssertion":
         data = srsly.json_loads(bytes_data)
-        self._load_cfg(data.get("cfg", {}))
-        self._set_rules(data.get("context_rules", []), f"{self.name}: bytes")
+        self._load_data(data.get("cfg", {}), data.get("context_rules"), f"{self.name}: bytes")
         return self
 
     def to_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> None:
         path = ensure_path(path)
         path.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(path / CFG_FILE, self._cfg())
+        srsly.write_json(path / CFG_FILE, self._data())
         srsly.write_json(path / RULES_FILE, {"context_rules": self._rules})
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ContextAssertion":
         path = ensure_path(path)
-        if (path / CFG_FILE).exists():
-            self._load_cfg(srsly.read_json(path / CFG_FILE))
-        if (path / RULES_FILE).exists():
-            self._set_rules(srsly.read_json(path / RULES_FILE), str(path / RULES_FILE))
+        cfg = srsly.read_json(path / CFG_FILE) if (path / CFG_FILE).exists() else {}
+        rules = srsly.read_json(path / RULES_FILE) if (path / RULES_FILE).exists() else None
+        self._load_data(cfg, rules, str(path / RULES_FILE))
         return self
 
 

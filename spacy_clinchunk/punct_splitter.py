@@ -13,7 +13,7 @@ from spacy.language import Language
 
 from . import attrs
 from .base import ChunkRefiner
-from .resources_io import Override, load_json_resource
+from .resources_io import Override
 from .spans import Range, strip_range
 
 FACTORY = "clin_punct_splitter"
@@ -42,11 +42,12 @@ class PunctSplitter(ChunkRefiner):
     """Split chunks into clauses at sentence and clause punctuation."""
 
     resource_names = ("abbreviations", "introducer_abbreviations")
+    package_data = ("punct_rules",)
+    compiled = ("introducers", "ordinal_period")
 
     def setup(self) -> None:
         self.introducers = {a.lower() for a in self.resources["introducer_abbreviations"]}
-        rules = load_json_resource(self.lang, "punct_rules")
-        self.ordinal_period = bool(rules.get("ordinal_period", False))
+        self.ordinal_period = bool(self.resources["punct_rules"].get("ordinal_period", False))
 
     def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
         pieces: List[Range] = []

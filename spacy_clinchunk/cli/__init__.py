@@ -9,6 +9,8 @@ import sys
 from importlib import import_module
 from typing import List, Optional
 
+from .. import __version__
+
 COMMANDS = {
     "chunk": "spacy_clinchunk.cli.chunk",
     "voronoi": "spacy_clinchunk.cli.voronoi",
@@ -21,12 +23,16 @@ class CLIError(Exception):
 
 
 def quiet_third_party_logging() -> None:
-    """PyRuSH (inside medspaCy) logs DEBUG lines through loguru; keep stderr clean."""
+    """PyRuSH (inside medspaCy) logs DEBUG lines through loguru; keep stderr clean.
+
+    Uses loguru's per-library switch (``logger.disable(name)``), never ``remove()``/``add()``:
+    the user's own loguru sinks and levels stay as they are.
+    """
     try:
         from loguru import logger as loguru_logger  # type: ignore
 
-        loguru_logger.remove()
-        loguru_logger.add(sys.stderr, level="WARNING")
+        for library in ("PyRuSH", "medspacy"):
+            loguru_logger.disable(library)
     except Exception:  # loguru not installed
         pass
     for name in ("PyRuSH", "medspacy", "transformers", "sentence_transformers", "urllib3", "ray"):
@@ -38,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m spacy_clinchunk",
         description="Retrieval-ready, assertion-aware chunks of clinical text.",
     )
+    parser.add_argument("--version", action="version", version=f"spacy-clinchunk {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for module_name in COMMANDS.values():
