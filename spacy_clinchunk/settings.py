@@ -103,19 +103,24 @@ def check_settings(factory: str, name: str, values: Mapping[str, Any]) -> None:
 
 
 def describe_config_error(err: Exception) -> Optional[str]:
-    """One line for spaCy's ``ConfigValidationError`` (else None): the setting and what it allows."""
+    """One line for spaCy's ``ConfigValidationError`` (else None): the setting and what it allows.
+
+    Works with both confection generations (spaCy 3.7: ``loc=(setting,)``, ``parent=name``;
+    spaCy 3.8: ``loc=[factory, setting]``, no parent).
+    """
     errors = getattr(err, "errors", None) or []
     if not errors:
         return None
-    config = getattr(err, "config", None) or {}
-    factory = config.get("@factories") if isinstance(config, dict) else None
-    component = getattr(err, "parent", None) or factory or "config"
+    config = getattr(err, "config", None)
+    config = config if isinstance(config, dict) else {}
+    factory = config.get("@factories")
+    component = getattr(err, "parent", None) or config.get("name") or factory or "config"
     item = errors[0]
     loc = [str(part) for part in item.get("loc", ())]
-    setting = ".".join(loc) or "?"
-    spec = SETTINGS.get(factory or component, {}).get(loc[-1] if loc else "")
+    setting = loc[-1] if loc else "?"
+    spec = SETTINGS.get(factory or "", {}).get(setting)
     allowed = f" must be {spec.describe()}" if spec is not None else " is invalid"
-    value = config.get(loc[0]) if isinstance(config, dict) and loc else None
+    value = config.get(setting)
     got = f", got {value!r}" if value is not None else ""
     return f"{component}: {setting}{allowed}{got} ({item.get('msg', 'invalid value')})"
 
