@@ -206,3 +206,46 @@ def test_cli_leaves_the_users_loguru_sinks_alone(tmp_path, capsys):
         assert [str(m).strip() for m in seen] == ["the user's own debug line"]
     finally:
         loguru.logger.remove(sink)
+
+
+def _pins(version):
+    path = ROOT / "constraints" / f"py{version}.txt"
+    lines = [l.strip() for l in path.read_text(encoding="utf-8").splitlines() if "==" in l and not l.startswith("#")]
+    return {name.lower().replace("_", "-"): pin for name, pin in (l.split("==", 1) for l in lines)}
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("version, spacy_minor, numpy_major", [("3.11", "3.7.", "1."), ("3.12", "3.8.", "2."), ("3.13", "3.8.", "2.")])
+def test_constraints_per_interpreter_follow_the_matrix(version, spacy_minor, numpy_major):
+    pins = _pins(version)
+    assert pins["spacy"].startswith(spacy_minor) and pins["numpy"].startswith(numpy_major)
+    assert pins["torch"] == "2.13.0" and pins["medspacy"] == "1.3.1"
+
+
+@pytest.mark.matrix
+def test_constraints_of_this_interpreter_cover_every_extra():
+    """A new extra in setup.cfg needs `python scripts/lock_constraints.py` (all interpreters)."""
+    from packaging.requirements import Requirement
+
+    version = "%d.%d" % sys.version_info[:2]
+    pins = _pins(version)
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    missing = []
+    for extra, body in parser["options.extras_require"].items():
+        for line in body.strip().splitlines():
+            if not line.strip() or line.strip().startswith(("%(", "#")):
+                continue
+            req = Requirement(line.strip())
+            if req.marker is None or req.marker.evaluate():
+                if req.name.lower().replace("_", "-") not in pins:
+                    missing.append(f"{extra}:{req.name}")
+    assert not missing, f"not in constraints/py{version}.txt: {missing}; run python scripts/lock_constraints.py"
+
+
+@pytest.mark.matrix
+def test_find_python_finds_this_interpreter_family():
+    out = subprocess.run([str(ROOT / "scripts" / "find-python"), "python3"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip()
+    missing = subprocess.run([str(ROOT / "scripts" / "find-python"), "python2.1"], capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 1 and not missing.stdout.strip()
