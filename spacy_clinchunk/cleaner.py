@@ -14,6 +14,7 @@ from . import attrs
 from .base import ChunkRefiner
 from .resources_io import Override
 from .spans import Range, _LIST_MARKER, normalize_word, strip_range
+from .settings import check_settings
 
 FACTORY = "clin_cleaner"
 _WORD = re.compile(r"\S+")
@@ -44,6 +45,7 @@ def make_cleaner(
     strip_list_markers: bool,
     overrides: Dict[str, Override],
 ):
+    check_settings(FACTORY, name, locals())
     return ChunkCleaner(
         nlp,
         name,
@@ -61,6 +63,7 @@ class ChunkCleaner(ChunkRefiner):
     """Shrink chunks past leading/trailing cleanup words; drop empty-of-meaning chunks."""
 
     resource_names = ("leading_cleanup_words", "trailing_cleanup_words", "low_value_words", "negation_words")
+    compiled = ("negations", "leading", "trailing", "low_value", "filler")
 
     def __init__(
         self,
@@ -134,20 +137,3 @@ class ChunkCleaner(ChunkRefiner):
             if not short or (word not in self.filler and not word.isdigit()):
                 return False
         return True
-
-    def _state(self):
-        state = super()._state()
-        state.update(
-            max_cleanup_passes=self.max_cleanup_passes,
-            min_cleaned_chunk_length_chars=self.min_chars,
-            filter_short_low_value_chunks_max_words=self.short_max_words,
-            strip_list_markers=self.strip_list_markers,
-        )
-        return state
-
-    def _load_state(self, state) -> None:
-        self.max_cleanup_passes = state.get("max_cleanup_passes", self.max_cleanup_passes)
-        self.min_chars = state.get("min_cleaned_chunk_length_chars", self.min_chars)
-        self.short_max_words = state.get("filter_short_low_value_chunks_max_words", self.short_max_words)
-        self.strip_list_markers = state.get("strip_list_markers", self.strip_list_markers)
-        super()._load_state(state)

@@ -18,6 +18,7 @@ from .base import ChunkRefiner
 from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from .resources_io import Override
 from .spans import Range, strip_range
+from .settings import check_settings
 
 FACTORY = "clin_conj_splitter"
 _WORD = re.compile(r"\S+")
@@ -45,6 +46,7 @@ def make_conj_splitter(
     keep_coordinated: bool,
     overrides: Dict[str, Override],
 ):
+    check_settings(FACTORY, name, locals())
     return ConjSplitter(
         nlp,
         name,
@@ -67,6 +69,7 @@ class ConjSplitter(ChunkRefiner):
     """Split chunks before conjunctions ("and", "but", "oder", "sino" ...)."""
 
     resource_names = ("coordinating_conjunctions", "transition_markers", "conjunction_fixed_expressions")
+    compiled = ("marker_re", "fixed_re")
 
     def __init__(
         self,
@@ -117,13 +120,3 @@ class ConjSplitter(ChunkRefiner):
         if self.fixed_re is None:
             return []
         return [(m.start(), m.end()) for m in self.fixed_re.finditer(text, start, end)]
-
-    def _state(self):
-        state = super()._state()
-        state.update(min_words_before=self.min_words_before, min_words_after=self.min_words_after)
-        return state
-
-    def _load_state(self, state) -> None:
-        self.min_words_before = state.get("min_words_before", self.min_words_before)
-        self.min_words_after = state.get("min_words_after", self.min_words_after)
-        super()._load_state(state)

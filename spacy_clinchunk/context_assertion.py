@@ -60,6 +60,8 @@ from .resources_io import (
     resolve_language,
 )
 from .spans import hard_breaks
+from .base import require_extra
+from .settings import check_settings
 
 FACTORY = "clin_context_assertion"
 RULES_RESOURCE = "context_rules"
@@ -250,6 +252,8 @@ def make_context_assertion(
     include_default_rules: bool,
     max_scope: Optional[int],
 ):
+    check_settings(FACTORY, name, locals())
+    require_extra(nlp, "context")
     return ContextAssertion(
         nlp,
         name,
@@ -286,6 +290,7 @@ class ContextAssertion(Pipe):
         self.lang = resolve_language(language or nlp.lang, FACTORY)
         self.max_scope = max_scope
         self.include_default_rules = bool(include_default_rules)
+        self._rules_source = copy.deepcopy(rules)  # settings; the rules built from them are data
         self._pending_error: Optional[Exception] = None
         # Our rules are read now (cheap, and errors show at add_pipe); medspaCy's
         # defaults are merged in on first use, so add_pipe does not import medspaCy.
@@ -301,8 +306,9 @@ class ContextAssertion(Pipe):
             # A saved pipeline whose config names a file that has moved still loads:
             # from_disk supplies the rules. Used without them, the error surfaces.
             self._pending_error = err
-        self.light_words = {w.lower() for w in load_word_list(self.lang, LIGHT_WORDS_RESOURCE)}
-        section_table(self.lang)  # a malformed section table fails here, not on first use
+        self._light_words: Optional[List[str]] = None  # data: from the package or a saved pipeline
+        self._sections: Optional[Dict[str, Any]] = None  # data: section headers and their status
+        self._section_table: Optional[SectionTable] = None
 
     # -- rules ---------------------------------------------------------------
     @property
@@ -353,7 +359,7 @@ class ContextAssertion(Pipe):
         if not any(groups) or not len(doc):
             return
         matcher = self._matcher_and_rules()
-        layout = DocLayout(doc, section_table(self.lang), doc.text)
+        layout = DocLayout(doc, self.section_table, doc.text)
         limit = self.max_scope if (self.max_scope or layout.has_sents) else UNSEGMENTED_MAX_SCOPE
         per_unit = [_UnitModifiers(mods) if mods else _NO_MODIFIERS for mods in self._modifiers(doc, matcher, layout, limit)]
         write_section = _section_writable()
@@ -468,21 +474,48 @@ class ContextAssertion(Pipe):
             return False
         return True
 
-    # -- serialization ---------------------------------------------------------
-    def _cfg(self) -> Dict[str, Any]:
-        return {
-            "lang": self.lang,
-            "span_keys": self.span_keys,
-            "max_scope": self.max_scope,
-            "include_default_rules": self.include_default_rules,
-        }
+    # -- serialization: data only (rules, light words); settings stay with the config --
+    @property
+    def light_words(self) -> set:
+        """Words that may precede a cue inside a span (``assertion_light_words``)."""
+        if self._light_words is None:
+            self._light_words = load_word_list(self.lang, LIGHT_WORDS_RESOURCE)
+            self._light_set = {w.lower() for w in self._light_words}
+        return self._light_set
 
-    def _load_cfg(self, cfg: Dict[str, Any]) -> None:
-        self.lang = cfg.get("lang", self.lang)
-        self.span_keys = list(cfg.get("span_keys", self.span_keys))
-        self.max_scope = cfg.get("max_scope", self.max_scope)
-        self.include_default_rules = cfg.get("include_default_rules", self.include_default_rules)
-        self.light_words = {w.lower() for w in load_word_list(self.lang, LIGHT_WORDS_RESOURCE)}
+    @property
+    def section_table(self) -> "SectionTable":
+        """Section headers and the status each section gives (``assertion_sections``)."""
+        if self._section_table is None:
+            if self._sections is None:
+                self._sections = section_data(self.lang)
+            self._section_table = SectionTable(self._sections, f"{self.name}: sections")
+        return self._section_table
+
+    def _source(self) -> Dict[str, Any]:
+        """What the data was built from; a saved copy is used only while this is unchanged."""
+        return {"lang": self.lang, "rules": self._rules_source, "include_default_rules": self.include_default_rules}
+
+    def _data(self) -> Dict[str, Any]:
+        self.light_words  # noqa: B018  (loads them)
+        self.section_table  # noqa: B018
+        return {"format": 2, "source": self._source(), "light_words": self._light_words, "sections": self._sections}
+
+    def _load_data(self, cfg: Dict[str, Any], rules: Any, origin: str) -> None:
+        source = cfg.get("source") or {  # format 1 held settings; only its language counts
+            "lang": cfg.get("lang", self.lang),
+            "rules": self._rules_source,
+            "include_default_rules": cfg.get("include_default_rules", self.include_default_rules),
+        }
+        if source != json.loads(json.dumps(self._source())):
+            return  # the config asks for other rules: keep those built from it
+        if rules is not None:
+            self._set_rules(rules, origin)
+        if cfg.get("light_words") is not None:
+            self._light_words = list(cfg["light_words"])
+            self._light_set = {w.lower() for w in self._light_words}
+        if isinstance(cfg.get("sections"), dict):
+            self._sections, self._section_table = cfg["sections"], None
 
     def _set_rules(self, data: Any, origin: str) -> None:
         self._rules = validate_rules(data, origin)
@@ -490,26 +523,24 @@ class ContextAssertion(Pipe):
         self._compiled = None
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return srsly.json_dumps({"cfg": self._cfg(), "context_rules": self._rules}).encode("utf-8")
+        return srsly.json_dumps({"cfg": self._data(), "context_rules": self._rules}).encode("utf-8")
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ContextAssertion":
         data = srsly.json_loads(bytes_data)
-        self._load_cfg(data.get("cfg", {}))
-        self._set_rules(data.get("context_rules", []), f"{self.name}: bytes")
+        self._load_data(data.get("cfg", {}), data.get("context_rules"), f"{self.name}: bytes")
         return self
 
     def to_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> None:
         path = ensure_path(path)
         path.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(path / CFG_FILE, self._cfg())
+        srsly.write_json(path / CFG_FILE, self._data())
         srsly.write_json(path / RULES_FILE, {"context_rules": self._rules})
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ContextAssertion":
         path = ensure_path(path)
-        if (path / CFG_FILE).exists():
-            self._load_cfg(srsly.read_json(path / CFG_FILE))
-        if (path / RULES_FILE).exists():
-            self._set_rules(srsly.read_json(path / RULES_FILE), str(path / RULES_FILE))
+        cfg = srsly.read_json(path / CFG_FILE) if (path / CFG_FILE).exists() else {}
+        rules = srsly.read_json(path / RULES_FILE) if (path / RULES_FILE).exists() else None
+        self._load_data(cfg, rules, str(path / RULES_FILE))
         return self
 
 
@@ -887,10 +918,7 @@ class SectionTable:
 
     @classmethod
     def from_resource(cls, lang: str) -> "SectionTable":
-        data = load_json_resource(lang, SECTIONS_RESOURCE)
-        if not isinstance(data, dict) or not isinstance(data.get("sections"), dict):
-            raise ContextRulesError(f"{lang}/{SECTIONS_RESOURCE}.json: expected an object with a 'sections' object")
-        return cls(data["sections"], f"{lang}/{SECTIONS_RESOURCE}.json")
+        return cls(section_data(lang), f"{lang}/{SECTIONS_RESOURCE}.json")
 
     def lookup(self, label: str) -> Tuple[Optional[str], Optional[str]]:
         """(section name, status) of a header label; (None, None) when unknown."""
@@ -905,6 +933,14 @@ class SectionTable:
 
 def normalize_header(label: str) -> str:
     return _SPACES.sub(" ", _NOT_LABEL.sub("", label.lower()))
+
+
+def section_data(lang: str) -> Dict[str, Dict[str, Any]]:
+    """The ``sections`` object of ``resources/<lang>/assertion_sections.json``, checked."""
+    data = load_json_resource(lang, SECTIONS_RESOURCE)
+    if not isinstance(data, dict) or not isinstance(data.get("sections"), dict):
+        raise ContextRulesError(f"{lang}/{SECTIONS_RESOURCE}.json: expected an object with a 'sections' object")
+    return data["sections"]
 
 
 @lru_cache(maxsize=None)

@@ -38,6 +38,8 @@ from spacy.util import ensure_path
 from . import attrs
 from .llm_cache import SQLiteCache, cache_key, resolve_cache_path
 from .spans import seed_ranges
+from .base import require_extra
+from .settings import check_settings
 
 FACTORY = "clin_llm_context"
 ALIGN_MODES = ("tokens", "sentences", "clin_chunks")
@@ -112,6 +114,8 @@ def make_llm_context(
     cache_path: Optional[str],
     overwrite: bool,
 ):
+    check_settings(FACTORY, name, locals())
+    require_extra(nlp, "llm")
     return LLMContext(
         nlp,
         name,
@@ -727,11 +731,13 @@ class LLMContext(Pipe):
             raise LLMContextError(f"{self.name}: no context for chunk {job.span._.chunk_id}: {job.error}")
 
     # -- serialization --------------------------------------------------------
+    # Data only: the prompt template's text. Settings stay with the config; a saved
+    # template is used only while the config names the same ``prompt_template``.
     def _state(self) -> Dict[str, Any]:
         return {"template": self.template, "template_source": self._template_source}
 
     def _load_state(self, state: Dict[str, Any]) -> None:
-        if state.get("template"):
+        if state.get("template") and state.get("template_source") == self._template_source:
             self.set_template(state["template"])
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:

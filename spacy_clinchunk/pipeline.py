@@ -2,18 +2,31 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import spacy
 from spacy.language import Language
 from spacy.util import load_config, load_model_from_config
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
-STRATEGIES = ("simple", "punct_conj_cleaned", "sliding_window", "default", "retrieval")
 
 
 class PipelineError(ValueError):
     """The pipeline could not be loaded (bad path, bad config)."""
+
+
+def strategies() -> List[str]:
+    """Every shipped config is a strategy: the names of ``configs/*.cfg``."""
+    from importlib import resources as importlib_resources
+
+    bundled = importlib_resources.files("spacy_clinchunk.configs")
+    names = {p.name[:-4] for p in bundled.iterdir() if p.name.endswith(".cfg")}
+    if CONFIG_DIR.is_dir():
+        names |= {p.stem for p in CONFIG_DIR.glob("*.cfg")}
+    return sorted(names)
+
+
+STRATEGIES = tuple(strategies())
 
 
 def strategy_config(name: str) -> Path:
@@ -26,7 +39,20 @@ def strategy_config(name: str) -> Path:
     local = CONFIG_DIR / f"{name}.cfg"
     if local.is_file():
         return local
-    raise PipelineError(f"unknown strategy '{name}'; known: {', '.join(STRATEGIES)}")
+    raise PipelineError(f"unknown strategy '{name}'; known: {', '.join(strategies())}")
+
+
+def _one_line(source: Union[str, Path], err: Exception) -> str:
+    """The gist of a load error: our settings errors as they are, spaCy's dumps cut to one line."""
+    from .settings import SettingError, describe_config_error
+
+    if isinstance(err, SettingError):
+        return str(err)
+    described = describe_config_error(err)
+    if described is not None:
+        return described
+    first = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
+    return f"could not load pipeline from {source}: {first}"
 
 
 def stage_setting_overrides(config_path: Path, settings: Dict[str, Any]) -> Dict[str, Any]:
@@ -54,7 +80,7 @@ def load_pipeline(
     setting; ``overrides`` are spaCy-style dotted config overrides.
     """
     path = Path(source)
-    if not path.exists() and str(source) in STRATEGIES:
+    if not path.exists() and str(source) in strategies():
         path = strategy_config(str(source))
     if not path.exists():
         raise PipelineError(f"config or pipeline not found: {source}")
@@ -75,4 +101,4 @@ def load_pipeline(
     except PipelineError:
         raise
     except Exception as err:  # config errors from confection/spaCy are verbose; keep the gist
-        raise PipelineError(f"could not load pipeline from {source}: {err}") from err
+        raise PipelineError(_one_line(source, err)) from err

@@ -48,6 +48,8 @@ class PunctSplitter(ChunkRefiner):
     """Split chunks into clauses at sentence and clause punctuation."""
 
     resource_names = ("abbreviations", "introducer_abbreviations")
+    package_data = ("punct_rules",)
+    compiled = ("introducers", "ordinal_period")
 
     def __init__(self, nlp: Language, name: str, *, keep_coordinated: bool = False, **kwargs) -> None:
         self.keep_coordinated = bool(keep_coordinated)
@@ -58,8 +60,7 @@ class PunctSplitter(ChunkRefiner):
     def setup(self) -> None:
         self.coordination = rules_from_resources(self.resources, self.lang) if self.keep_coordinated else None
         self.introducers = {a.lower() for a in self.resources["introducer_abbreviations"]}
-        rules = load_json_resource(self.lang, "punct_rules")
-        self.ordinal_period = bool(rules.get("ordinal_period", False))
+        self.ordinal_period = bool(self.resources["punct_rules"].get("ordinal_period", False))
 
     def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
         pieces: List[Range] = []

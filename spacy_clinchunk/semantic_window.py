@@ -25,10 +25,11 @@ from spacy.tokens import Doc
 from spacy.util import ensure_path, minibatch
 
 from . import attrs
-from .base import ChunkRefiner
+from .base import ChunkRefiner, require_extra
 from .embedders import DEFAULT_MODEL, Embedder
 from .resources_io import Override
 from .spans import Range, current_ranges, normalize_word, write_group
+from .settings import check_settings
 
 FACTORY = "clin_semantic_window"
 MODES = ("exact", "pooled")
@@ -88,6 +89,8 @@ def make_semantic_window(
     save_model: bool,
     overrides: Dict[str, Override],
 ):
+    check_settings(FACTORY, name, locals())
+    require_extra(nlp, "embed")
     return SemanticWindow(
         nlp,
         name,
@@ -131,6 +134,7 @@ class SemanticWindow(ChunkRefiner):
     """Embedding-based sliding-window splitter with negation-aware merging."""
 
     resource_names = ("negation_merge_words", "negation_merge_avoid")
+    compiled = ("negations", "avoid")
 
     def __init__(
         self,
@@ -191,10 +195,11 @@ class SemanticWindow(ChunkRefiner):
         return bool(getattr(self.embedder, "reads_docs", False))
 
     def initialize(self, get_examples: Any = None, *, nlp: Optional[Language] = None) -> None:
-        """Load the embedding model (otherwise it loads at the first document)."""
+        """Load the word lists and the embedding model (otherwise both load at the first document)."""
         check_pipeline = getattr(self.embedder, "check_pipeline", None)
         if check_pipeline is not None:
             check_pipeline(nlp, self.name)
+        super().initialize(get_examples, nlp=nlp)
         self.embedder.initialize()
 
     # -- spaCy API ----------------------------------------------------------
@@ -221,6 +226,7 @@ class SemanticWindow(ChunkRefiner):
 
     # -- the batched path ------------------------------------------------------
     def process_batch(self, docs: Sequence[Doc]) -> None:
+        self.resources  # noqa: B018  (data errors surface before any model call)
         texts = [doc.text for doc in docs]
         kept: List[List[Range]] = [[] for _ in docs]
         jobs: List[_Job] = []
@@ -425,37 +431,6 @@ class SemanticWindow(ChunkRefiner):
         return False
 
     # -- serialization ----------------------------------------------------------
-    def _state(self) -> Dict[str, Any]:
-        state = super()._state()
-        state.update(
-            mode=self.mode,
-            window_size=self.window_size,
-            step_size=self.step_size,
-            threshold=self.threshold,
-            min_segment_words=self.min_segment_words,
-            split_at=self.split_at,
-            negation_merge=self.negation_merge,
-            negation_merge_max_words=self.negation_merge_max_words,
-            embedder=self.embedder.describe(),
-        )
-        return state
-
-    def _load_state(self, state: Dict[str, Any]) -> None:
-        for key in (
-            "mode",
-            "window_size",
-            "step_size",
-            "threshold",
-            "min_segment_words",
-            "split_at",
-            "negation_merge",
-            "negation_merge_max_words",
-        ):
-            if key in state:
-                setattr(self, key, state[key])
-        self._validate(self.name)
-        super()._load_state(state)
-
     def to_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> None:
         super().to_disk(path, exclude=exclude)
         if self.save_model:

@@ -44,3 +44,28 @@ def module_server():
 
     with FakeLLMServer() as server:
         yield server
+
+
+# -- the matrix subset: what .ci/run runs on every other supported Python -------------------
+# CLINCHUNK_MATRIX=1 collects only these modules (their venvs hold the core extras, not
+# torch/Ray/Chroma); every test of MATRIX_WHOLE is marked `matrix`, the others mark their own.
+MATRIX_WHOLE = {
+    "test_punct_splitter.py",
+    "test_conj_splitter.py",
+    "test_cleaner.py",
+    "test_resources.py",
+    "test_context_assertion.py",
+}
+MATRIX_MODULES = MATRIX_WHOLE | {"test_config_contract.py", "test_packaging.py"}
+
+
+def pytest_ignore_collect(collection_path, config):
+    if os.environ.get("CLINCHUNK_MATRIX") == "1" and collection_path.suffix == ".py":
+        return collection_path.name.startswith("test_") and collection_path.name not in MATRIX_MODULES
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in MATRIX_WHOLE:
+            item.add_marker(pytest.mark.matrix)

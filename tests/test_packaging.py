@@ -128,3 +128,124 @@ def test_wheel_ships_resources_and_runs_outside_the_source_tree(tmp_path):
     run = subprocess.run([str(python), "-c", code], capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip().split("|")[-1] == "kein Husten"
+
+
+@pytest.mark.matrix
+def test_saved_pipeline_meta_names_the_extras_its_components_need(tmp_path):
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("clin_punct_splitter")
+    nlp.add_pipe("clin_context_assertion", config={"include_default_rules": False})
+    nlp.add_pipe("clin_llm_context", config={"model": {"@misc": "spacy_clinchunk.HeuristicContext.v1"}, "cache_path": None})
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")  # the factories run again: still one entry
+    ours = [r for r in loaded.meta["requirements"] if r.startswith("spacy-clinchunk")]
+    assert len(ours) == 1 and ours[0].startswith("spacy-clinchunk[context,llm]>=")
+
+
+@pytest.mark.slow
+def test_spacy_package_lists_the_context_extra(tmp_path):
+    import json
+
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("clin_punct_splitter")
+    nlp.add_pipe("clin_context_assertion", config={"include_default_rules": False})
+    nlp.to_disk(tmp_path / "p")
+    out = tmp_path / "pkg"
+    out.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy", "package", str(tmp_path / "p"), str(out), "--name", "notes", "--version", "0.0.1",
+         "--build", "none"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    meta = json.loads(next(out.rglob("meta.json")).read_text())
+    assert any(r.startswith("spacy-clinchunk[context]") for r in meta["requirements"])
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("config", sorted((ROOT / "configs").glob("*.cfg")), ids=lambda p: p.stem)
+def test_spacy_debug_config_accepts_every_shipped_config(config):
+    from spacy.cli.debug_config import debug_config
+
+    debug_config(config)  # spaCy's own `python -m spacy debug config`; exits on an invalid config
+
+
+@pytest.mark.slow
+def test_spacy_debug_config_cli_on_a_shipped_config():
+    result = subprocess.run([sys.executable, "-m", "spacy", "debug", "config", str(ROOT / "configs" / "assertion.cfg")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "Config is valid" in result.stdout, result.stdout[-2000:] + result.stderr[-2000:]
+
+
+@pytest.mark.matrix
+def test_version_flag(capsys):
+    from spacy_clinchunk import __version__
+    from spacy_clinchunk.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.strip() == f"spacy-clinchunk {__version__}"
+
+
+def test_cli_leaves_the_users_loguru_sinks_alone(tmp_path, capsys):
+    loguru = pytest.importorskip("loguru")
+    from spacy_clinchunk.cli import main
+
+    seen = []
+    sink = loguru.logger.add(seen.append, level="DEBUG", format="{message}")
+    try:
+        note = tmp_path / "n.txt"
+        note.write_text("fever and cough", encoding="utf-8")
+        assert main(["chunk", str(note), "--strategy", "simple"]) == 0
+        loguru.logger.debug("the user's own debug line")
+        assert [str(m).strip() for m in seen] == ["the user's own debug line"]
+    finally:
+        loguru.logger.remove(sink)
+
+
+def _pins(version):
+    path = ROOT / "constraints" / f"py{version}.txt"
+    lines = [l.strip() for l in path.read_text(encoding="utf-8").splitlines() if "==" in l and not l.startswith("#")]
+    return {name.lower().replace("_", "-"): pin for name, pin in (l.split("==", 1) for l in lines)}
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("version, spacy_minor, numpy_major", [("3.11", "3.7.", "1."), ("3.12", "3.8.", "2."), ("3.13", "3.8.", "2.")])
+def test_constraints_per_interpreter_follow_the_matrix(version, spacy_minor, numpy_major):
+    pins = _pins(version)
+    assert pins["spacy"].startswith(spacy_minor) and pins["numpy"].startswith(numpy_major)
+    assert pins["torch"] == "2.13.0" and pins["medspacy"] == "1.3.1"
+
+
+@pytest.mark.matrix
+def test_constraints_of_this_interpreter_cover_every_extra():
+    """A new extra in setup.cfg needs `python scripts/lock_constraints.py` (all interpreters)."""
+    from packaging.requirements import Requirement
+
+    version = "%d.%d" % sys.version_info[:2]
+    pins = _pins(version)
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    missing = []
+    for extra, body in parser["options.extras_require"].items():
+        for line in body.strip().splitlines():
+            if not line.strip() or line.strip().startswith(("%(", "#")):
+                continue
+            req = Requirement(line.strip())
+            if req.marker is None or req.marker.evaluate():
+                if req.name.lower().replace("_", "-") not in pins:
+                    missing.append(f"{extra}:{req.name}")
+    assert not missing, f"not in constraints/py{version}.txt: {missing}; run python scripts/lock_constraints.py"
+
+
+@pytest.mark.matrix
+def test_find_python_finds_this_interpreter_family():
+    out = subprocess.run([str(ROOT / "scripts" / "find-python"), "python3"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip()
+    missing = subprocess.run([str(ROOT / "scripts" / "find-python"), "python2.1"], capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 1 and not missing.stdout.strip()

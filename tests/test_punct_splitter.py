@@ -155,9 +155,12 @@ def test_refines_an_existing_group_in_place():
 def test_bytes_and_disk_round_trip(tmp_path):
     nlp = punct(overrides={"abbreviations": ["approx."]})
     pipe = nlp.get_pipe("clin_punct_splitter")
-    other = punct().get_pipe("clin_punct_splitter")
+    other = punct(overrides={"abbreviations": ["approx."]}).get_pipe("clin_punct_splitter")
     other.from_bytes(pipe.to_bytes())
-    assert other.resources == pipe.resources
+    assert other.resources == pipe.resources and other.resources["punct_rules"] == {"ordinal_period": False}
+    differently_configured = punct().get_pipe("clin_punct_splitter")
+    differently_configured.from_bytes(pipe.to_bytes())  # its config asks for the shipped list
+    assert "dr." in differently_configured.resources["abbreviations"]
     nlp.to_disk(tmp_path / "p")
     loaded = spacy.load(tmp_path / "p")
     text = "Dr. Smith saw approx. ten patients, all well."

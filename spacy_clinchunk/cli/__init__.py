@@ -9,6 +9,7 @@ from importlib import import_module
 from typing import List, Optional
 
 from ..logs import quiet_third_party_logging
+from .. import __version__
 
 COMMANDS = {
     "chunk": "spacy_clinchunk.cli.chunk",
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m spacy_clinchunk",
         description="Retrieval-ready, assertion-aware chunks of clinical text.",
     )
+    parser.add_argument("--version", action="version", version=f"spacy-clinchunk {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for module_name in COMMANDS.values():

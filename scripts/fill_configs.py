@@ -1,0 +1,67 @@
+"""Fill every shipped config with spaCy's defaults so ``spacy debug config`` accepts it.
+
+    python scripts/fill_configs.py            # rewrite configs/*.cfg in place
+    python scripts/fill_configs.py --check    # exit 1 if a config is not filled
+
+Like ``spacy init fill-config``, plus what our pipelines need to pass spaCy's own checks:
+the leading comment block is kept, and the corpora read annotated documents with our
+reader (``--paths.train`` / ``--paths.dev`` name a folder; the chunkers need no training).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG_DIR = ROOT / "configs"
+READER = "spacy_clinchunk.AnnotatedCorpus.v1"
+
+
+def filled(path: Path) -> str:
+    from spacy.cli.init_config import fill_config
+    from thinc.api import Config
+
+    header = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    config = Config().from_disk(path, interpolate=False)
+    config["paths"] = {**config.get("paths", {}), "train": ".", "dev": "."}
+    config["corpora"] = {
+        "train": {"@readers": READER, "path": "${paths.train}"},
+        "dev": {"@readers": READER, "path": "${paths.dev}"},
+    }
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base.cfg"
+        out = Path(tmp) / "filled.cfg"
+        config.to_disk(base, interpolate=False)
+        fill_config(out, base, silent=True)
+        body = out.read_text(encoding="utf-8")
+    return "\n".join(header + [body.rstrip()]) + "\n"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="report configs that are not filled; change nothing")
+    args = parser.parse_args(argv)
+    stale = []
+    for path in sorted(CONFIG_DIR.glob("*.cfg")):
+        text = filled(path)
+        if text != path.read_text(encoding="utf-8"):
+            stale.append(path.name)
+            if not args.check:
+                path.write_text(text, encoding="utf-8")
+    if args.check and stale:
+        print(f"not filled: {', '.join(stale)} (run python scripts/fill_configs.py)", file=sys.stderr)
+        return 1
+    print(f"{'checked' if args.check else 'filled'} {len(list(CONFIG_DIR.glob('*.cfg')))} configs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

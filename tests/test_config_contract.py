@@ -1,0 +1,216 @@
+"""Settings come from config only; to_disk/from_disk carry data (word lists, rules, prompts).
+
+A saved pipeline loaded with ``spacy.load(path, config={...})`` must show each override in
+the component, not only in ``nlp.config``; a saved pipeline never reads ``resources/`` again.
+"""
+import json
+from pathlib import Path
+
+import pytest
+import spacy
+
+import semantic_doubles  # noqa: F401  (registers test.TopicEmbedder.v1)
+from conftest import chunk_texts
+from spacy_clinchunk import resources_io
+from spacy_clinchunk.pipeline import load_pipeline
+
+HEURISTIC = {"@misc": "spacy_clinchunk.HeuristicContext.v1"}
+TOPIC = {"@misc": "test.TopicEmbedder.v1"}
+INLINE_RULES = [{"literal": "no", "category": "NEGATED_EXISTENCE", "direction": "FORWARD"}]
+
+
+def saved(tmp_path, *components, sentencizer=False):
+    nlp = spacy.blank("en")
+    if sentencizer:
+        nlp.add_pipe("sentencizer")
+    for factory, config in components:
+        nlp.add_pipe(factory, config=config)
+    nlp.initialize()
+    path = tmp_path / "pipeline"
+    nlp.to_disk(path)
+    return nlp, path
+
+
+# (factory, config when saved, setting, override at load, attribute, value seen in the component)
+CASES = [
+    ("clin_punct_splitter", {}, "spans_key", "other_key", "spans_key", "other_key"),
+    ("clin_conj_splitter", {}, "min_words_before", 7, "min_words_before", 7),
+    ("clin_conj_splitter", {}, "min_words_after", 3, "min_words_after", 3),
+    ("clin_cleaner", {}, "max_cleanup_passes", 0, "max_cleanup_passes", 0),
+    ("clin_cleaner", {}, "min_cleaned_chunk_length_chars", 5, "min_chars", 5),
+    ("clin_cleaner", {}, "filter_short_low_value_chunks_max_words", 4, "short_max_words", 4),
+    ("clin_cleaner", {}, "strip_list_markers", False, "strip_list_markers", False),
+    ("clin_semantic_window", {"embedder": TOPIC}, "threshold", 0.25, "threshold", 0.25),
+    ("clin_semantic_window", {"embedder": TOPIC}, "window_size", 4, "window_size", 4),
+    ("clin_semantic_window", {"embedder": TOPIC}, "mode", "pooled", "mode", "pooled"),
+    ("clin_semantic_window", {"embedder": TOPIC}, "negation_merge", False, "negation_merge", False),
+    ("clin_context_assertion", {"include_default_rules": False}, "max_scope", 4, "max_scope", 4),
+    ("clin_context_assertion", {"include_default_rules": False}, "span_keys", ["x"], "span_keys", ["x"]),
+    ("clin_llm_context", {"model": HEURISTIC, "cache_path": None}, "chunk_size", 500, "chunk_size", 500),
+    ("clin_llm_context", {"model": HEURISTIC, "cache_path": None}, "context_size", 20, "context_size", 20),
+]
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("factory, config, setting, value, attribute, seen", CASES)
+def test_saved_pipeline_honours_setting_overrides(tmp_path, factory, config, setting, value, attribute, seen):
+    _, path = saved(tmp_path, (factory, config))
+    loaded = spacy.load(path, config={f"components.{factory}.{setting}": value})
+    assert loaded.config["components"][factory][setting] == value
+    assert getattr(loaded.get_pipe(factory), attribute) == seen
+
+
+@pytest.mark.matrix
+def test_conj_splitter_override_changes_behaviour_of_a_saved_pipeline(tmp_path):
+    text = "Patient has seizures but no developmental delay"
+    nlp, path = saved(tmp_path, ("clin_conj_splitter", {}))
+    assert chunk_texts(nlp(text)) == ["Patient has seizures", "but no developmental delay"]
+    loaded = spacy.load(path, config={"components.clin_conj_splitter.min_words_before": 7})
+    assert chunk_texts(loaded(text)) == [text]
+    assert chunk_texts(spacy.load(path)(text)) == chunk_texts(nlp(text))
+
+
+def test_load_pipeline_stage_settings_reach_a_saved_pipeline(tmp_path):
+    _, path = saved(tmp_path, ("clin_semantic_window", {"embedder": TOPIC}))
+    nlp = load_pipeline(path, stage_settings={"threshold": 0.3, "window_size": 5})
+    pipe = nlp.get_pipe("clin_semantic_window")
+    assert pipe.threshold == pytest.approx(0.3) and pipe.window_size == 5
+
+
+def test_cli_window_flags_reach_a_saved_pipeline(tmp_path, capsys):
+    from spacy_clinchunk.cli import main
+
+    text = "apple avocado apricot anchovy almond banana berry bread butter biscuit"
+    note = tmp_path / "note.txt"
+    note.write_text(text, encoding="utf-8")
+    config = {"embedder": TOPIC, "window_size": 2, "threshold": 0.9, "min_segment_words": 1}
+    _, path = saved(tmp_path, ("clin_semantic_window", config))
+    assert main(["chunk", str(note), "--config", str(path), "--format", "jsonl"]) == 0
+    split = capsys.readouterr().out
+    assert main(["chunk", str(note), "--config", str(path), "--format", "jsonl", "--window-size", "20"]) == 0
+    whole = capsys.readouterr().out
+    assert text not in split and '"text": "apple avocado apricot anchovy almond"' in split
+    assert f'"text": "{text}"' in whole  # fewer words than one window: never split
+
+
+@pytest.mark.matrix
+def test_changed_overrides_on_a_saved_pipeline_take_effect(tmp_path):
+    text = "fever for days plus cough and rash"
+    _, path = saved(tmp_path, ("clin_conj_splitter", {}))
+    loaded = spacy.load(path, config={"components.clin_conj_splitter.overrides": {"coordinating_conjunctions": ["plus"]}})
+    assert chunk_texts(loaded(text)) == ["fever for days", "plus cough and rash"]
+
+
+@pytest.mark.matrix
+def test_a_saved_pipeline_never_reads_the_package_resources(tmp_path, monkeypatch):
+    text = "Dr. Smith saw the patient, i.e., a child. Seizures but no fever and no rash."
+    nlp, path = saved(
+        tmp_path,
+        ("clin_punct_splitter", {}),
+        ("clin_conj_splitter", {}),
+        ("clin_cleaner", {}),
+        ("clin_context_assertion", {"include_default_rules": False, "rules": INLINE_RULES}),
+        sentencizer=True,
+    )
+    doc = nlp(text)
+    expected = [(s.text, s._.assertion) for s in doc.spans["clin_chunks"]]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"resources/ read by a saved pipeline: {args}")
+
+    monkeypatch.setattr(resources_io, "resource_path", refuse)
+    resources_io.load_json_resource.cache_clear()
+    try:
+        loaded = spacy.load(path)
+        again = loaded(text)
+        assert [(s.text, s._.assertion) for s in again.spans["clin_chunks"]] == expected
+    finally:
+        monkeypatch.undo()
+        resources_io.load_json_resource.cache_clear()
+
+
+@pytest.mark.matrix
+def test_saved_data_holds_rules_and_fallback_lists(tmp_path):
+    _, path = saved(tmp_path, ("clin_punct_splitter", {}), ("clin_conj_splitter", {}), ("clin_context_assertion", {}))
+    punct = json.loads((path / "clin_punct_splitter" / "resources.json").read_text())
+    conj = json.loads((path / "clin_conj_splitter" / "resources.json").read_text())
+    assertion = json.loads((path / "clin_context_assertion" / "cfg.json").read_text())
+    assert punct["resources"]["punct_rules"] == {"ordinal_period": False}
+    assert "dr." in conj["resources"]["abbreviations"]  # seeding from sentences needs them
+    assert assertion["light_words"] and "min_words_before" not in json.dumps(conj)
+
+
+@pytest.mark.matrix
+def test_pipelines_saved_by_version_1_still_load(tmp_path):
+    """Version 1 wrote settings into resources.json/cfg.json; they are ignored, data is kept."""
+    text = "fever for days plus cough and rash"
+    nlp, path = saved(tmp_path, ("clin_conj_splitter", {}), ("clin_context_assertion", {"include_default_rules": False}))
+    conj_file = path / "clin_conj_splitter" / "resources.json"
+    data = json.loads(conj_file.read_text())
+    resources = {k: v for k, v in data["resources"].items() if k != "abbreviations"}
+    resources["coordinating_conjunctions"] = ["plus"]
+    conj_file.write_text(json.dumps({"lang": "en", "resources": resources, "min_words_before": 9}))
+    (path / "clin_context_assertion" / "cfg.json").write_text(
+        json.dumps({"lang": "en", "span_keys": ["old"], "max_scope": 2, "include_default_rules": False})
+    )
+    loaded = spacy.load(path)
+    assert loaded.get_pipe("clin_conj_splitter").min_words_before == 2
+    assert chunk_texts(loaded(text)) == ["fever for days", "plus cough and rash"]
+    assertion = loaded.get_pipe("clin_context_assertion")
+    assert assertion.span_keys == ["clin_chunks"] and assertion.max_scope is None
+    assert assertion.rules == nlp.get_pipe("clin_context_assertion").rules
+
+
+# -- bad settings: one line naming the setting and what it allows ---------------------------
+BAD = [
+    ("clin_cleaner", "max_cleanup_passes", -1, "max_cleanup_passes must be an integer >= 0, got -1"),
+    ("clin_cleaner", "max_cleanup_passes", "abc", "max_cleanup_passes must be an integer >= 0, got 'abc'"),
+    ("clin_conj_splitter", "min_words_before", -5, "min_words_before must be an integer >= 1, got -5"),
+    ("clin_cleaner", "strip_list_markers", "maybe", "strip_list_markers must be true or false"),
+]
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("component, setting, value, message", BAD)
+def test_bad_setting_fails_at_load_with_one_line(tmp_path, component, setting, value, message):
+    from spacy_clinchunk.pipeline import PipelineError
+
+    override = {f"components.{component}.{setting}": value}
+    with pytest.raises(PipelineError) as from_config:
+        load_pipeline("punct_conj_cleaned", override)
+    saved_nlp = load_pipeline("punct_conj_cleaned")
+    saved_nlp.to_disk(tmp_path / "p")
+    with pytest.raises(PipelineError) as from_saved:
+        load_pipeline(tmp_path / "p", override)
+    for info in (from_config, from_saved):
+        assert message in str(info.value) and "\n" not in str(info.value)
+        assert str(info.value).startswith(f"{component}: ")
+
+
+@pytest.mark.parametrize("value, message", [("abc", "got 'abc'"), (3, "got 3")])
+def test_bad_threshold_is_one_line(value, message):
+    from spacy_clinchunk.pipeline import PipelineError
+
+    with pytest.raises(PipelineError, match="threshold must be a number from -1 to 1") as info:
+        load_pipeline("sliding_window", {"components.clin_semantic_window.threshold": value})
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_cli_prints_one_line_for_a_bad_setting(tmp_path, capsys):
+    from spacy_clinchunk.cli import main
+
+    note = tmp_path / "n.txt"
+    note.write_text("fever and cough", encoding="utf-8")
+    code = main(["chunk", str(note), "--strategy", "punct_conj_cleaned", "--components.clin_cleaner.max_cleanup_passes=-1"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == "error: clin_cleaner: max_cleanup_passes must be an integer >= 0, got -1"
+
+
+@pytest.mark.matrix
+def test_every_shipped_config_is_a_strategy():
+    from spacy_clinchunk.pipeline import STRATEGIES, strategy_config
+
+    shipped = sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "configs").glob("*.cfg"))
+    assert list(STRATEGIES) == shipped and "assertion" in shipped
+    for name in shipped:
+        assert strategy_config(name).name == f"{name}.cfg"
