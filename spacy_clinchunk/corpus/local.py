@@ -8,6 +8,7 @@ Workers watch the driver and exit when it dies.
 import logging
 import multiprocessing
 import os
+import sys
 import time
 from collections import deque
 from contextlib import contextmanager
@@ -29,9 +30,26 @@ MAX_ATTEMPTS = 2
 def run_in_driver(nlp, shards: Sequence[Shard], out: OutputSpec, batch_size: int, on_entry: OnEntry) -> Dict[str, Any]:
     """One worker: the driver's own pipeline processes every shard, no process started."""
     worker = ShardWorker(None, out, batch_size, nlp=nlp)
-    for shard in shards:
-        on_entry(shard.name, worker.run(shard))
+    with one_torch_thread():
+        for shard in shards:
+            on_entry(shard.name, worker.run(shard))
     return {"startup_seconds": 0.0, "workers": {str(os.getpid()): worker.ready()}}
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """One torch thread while the driver works, like every worker; the caller's setting after."""
+    if "torch" not in sys.modules:
+        yield
+        return
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
 
 
 def worker_main(conn: Connection, spec: PipelineSpec, out: OutputSpec, batch_size: int, threads: int, parent: int) -> None:
@@ -65,6 +83,7 @@ class _Proc:
     conn: Connection
     shard: Optional[Shard] = None
     ready: bool = False
+    closed: bool = False  # its pipe reached end of file
 
 
 @contextmanager
@@ -133,16 +152,21 @@ class ProcessPool:
                     shard, tries = queue.popleft()
                     attempts[shard.name] = tries
                     proc.shard = shard
-                    proc.conn.send(shard)
+                    try:
+                        proc.conn.send(shard)
+                    except OSError:  # died meanwhile: its sentinel requeues the shard
+                        pass
             if not self.procs:  # cannot happen: a dead worker is replaced while work is left
                 lost.extend(shard.name for shard, _ in queue)
                 break
-            waiting = [p.conn for p in self.procs] + [p.process.sentinel for p in self.procs]
+            waiting = [p.conn for p in self.procs if not p.closed] + [p.process.sentinel for p in self.procs]
             signalled = set(wait(waiting))
             for proc in list(self.procs):
-                if proc.conn in signalled or (proc.process.sentinel in signalled and proc.conn.poll()):
+                if proc.conn in signalled:
                     self._receive(proc, on_entry)
-                if proc.process.sentinel in signalled and not proc.conn.poll():
+                if proc.process.sentinel in signalled:  # exited: read what it sent last, then replace it
+                    while not proc.closed and proc.conn.poll():
+                        self._receive(proc, on_entry)
                     self._replace_dead(proc, queue, attempts, lost)
         return lost
 
@@ -150,7 +174,8 @@ class ProcessPool:
         try:
             kind, payload = proc.conn.recv()
         except (EOFError, OSError):
-            return  # died; the sentinel handles it
+            proc.closed = True  # the worker is gone; its sentinel says so too
+            return
         if kind == "ready":
             proc.ready = True
             self.stats[str(payload["pid"])] = payload
@@ -169,6 +194,8 @@ class ProcessPool:
         code = proc.process.exitcode
         self.procs.remove(proc)
         proc.conn.close()
+        if not proc.ready:  # a worker that cannot start will not start on a second try either
+            raise CorpusError(f"a worker process could not start (exit code {code}); its error is on stderr")
         shard = proc.shard
         if shard is not None:
             tries = attempts.get(shard.name, 1)

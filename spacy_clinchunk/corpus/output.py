@@ -46,10 +46,10 @@ def record_line(doc, doc_id: str, spans_key: str) -> str:
     return json.dumps(doc_to_record(doc, spans_key, doc_id=doc_id), ensure_ascii=False) + "\n"
 
 
-class JsonlWriter:
-    """Streams one JSON record per document into the shard file."""
+class ShardWriter:
+    """One output format: ``add`` each document in order, then ``close`` writes what is left."""
 
-    suffix = ".jsonl"
+    suffix = ""
     binary = False
 
     def __init__(self, handle: IO, spans_key: str) -> None:
@@ -57,14 +57,27 @@ class JsonlWriter:
         self.spans_key = spans_key
 
     def add(self, doc, doc_id: str) -> int:
-        self.handle.write(record_line(doc, doc_id, self.spans_key))
-        return len(doc.spans[self.spans_key]) if self.spans_key in doc.spans else 0
+        """Write (or collect) one document; returns its number of chunks."""
+        raise NotImplementedError
 
     def close(self) -> None:
         pass
 
+    def chunks(self, doc) -> int:
+        return len(doc.spans[self.spans_key]) if self.spans_key in doc.spans else 0
 
-class DocBinWriter:
+
+class JsonlWriter(ShardWriter):
+    """Streams one JSON record per document into the shard file."""
+
+    suffix = ".jsonl"
+
+    def add(self, doc, doc_id: str) -> int:
+        self.handle.write(record_line(doc, doc_id, self.spans_key))
+        return self.chunks(doc)
+
+
+class DocBinWriter(ShardWriter):
     """Collects the shard's docs (span groups and extension values) into one ``DocBin``."""
 
     suffix = ".spacy"
@@ -73,20 +86,19 @@ class DocBinWriter:
     def __init__(self, handle: IO, spans_key: str) -> None:
         from spacy.tokens import DocBin
 
-        self.handle = handle
-        self.spans_key = spans_key
+        super().__init__(handle, spans_key)
         self.docbin = DocBin(store_user_data=True)
 
     def add(self, doc, doc_id: str) -> int:
         self.docbin.add(doc)
-        return len(doc.spans[self.spans_key]) if self.spans_key in doc.spans else 0
+        return self.chunks(doc)
 
     def close(self) -> None:
         self.handle.write(self.docbin.to_bytes())
 
 
-# format name -> shard writer; a new output format is one class and one entry here
-FORMAT_WRITERS = {"jsonl": JsonlWriter, "docbin": DocBinWriter}
+# format name -> shard writer; a new output format is one ShardWriter class and one entry here
+FORMAT_WRITERS: Dict[str, type] = {"jsonl": JsonlWriter, "docbin": DocBinWriter}
 FORMATS = tuple(FORMAT_WRITERS)
 
 
@@ -173,6 +185,7 @@ class ShardFiles:
         self.shard = shard
         self.fingerprint = shard.fingerprint()
         self.started = time.time()
+        self.cpu_started = time.process_time()
         writer = FORMAT_WRITERS[out.fmt]
         self.file = AtomicFile(out.output_path(shard.name), out.file_mode, writer.binary)
         self.writer = writer(self.file.handle, out.spans_key)
@@ -228,6 +241,7 @@ class ShardFiles:
             "chunks": self.chunks,
             "errors": len(self.errors),
             "seconds": round(time.time() - self.started, 3),
+            "cpu_seconds": round(time.process_time() - self.cpu_started, 3),  # of the worker process
             "finished": _now(),
         }
 
