@@ -61,6 +61,28 @@ def write_corpus(folder, n_docs, shards):
     return chars
 
 
+def _spin(seconds, queue):
+    began, cpu = time.time(), time.process_time()
+    while time.time() - began < seconds:
+        pass
+    queue.put(time.process_time() - cpu)
+
+
+def cores_obtained(processes, seconds=2.0):
+    """Cores that ``processes`` busy processes get together: whether N workers can run N times faster here."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    procs = [context.Process(target=_spin, args=(seconds, queue)) for _ in range(processes)]
+    for proc in procs:
+        proc.start()
+    obtained = sum(queue.get() for _ in procs) / seconds
+    for proc in procs:
+        proc.join()
+    return obtained
+
+
 def peak_mb():
     import resource
 
@@ -183,6 +205,7 @@ def main():
     if not args.skip_default:
         pipelines["default"] = args.default_docs
     setups = [s for s in SETUPS if not (args.skip_ray and s.startswith("ray"))]
+    cores = {n: cores_obtained(n) for n in (1, 2)}
     rows, loads = [], [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
         for pipeline, n_docs in pipelines.items():
@@ -195,7 +218,8 @@ def main():
                 loads.append(os.getloadavg()[0])
                 if result:
                     rows.append(result)
-    print(f"\n{os.cpu_count()} CPUs; 1-minute load average between runs: {min(loads):.1f}-{max(loads):.1f}\n")
+    print(f"\n{os.cpu_count()} CPUs; 1-minute load average between runs: {min(loads):.1f}-{max(loads):.1f}")
+    print(f"CPU obtained by busy-looping processes before the runs: 1 -> {cores[1]:.2f} cores, 2 -> {cores[2]:.2f} cores\n")
     print_table(rows)
     print_projection(rows, pipelines)
     print(
