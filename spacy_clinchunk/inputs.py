@@ -1,14 +1,25 @@
-"""Reading documents for the CLI and corpus runs: .txt files, directories, JSONL, stdin."""
+"""Reading documents for the CLI and corpus runs: .txt files, directories, JSON, JSONL, stdin.
+
+Document ids are unique per input: a ``.txt`` file's id is its path relative to the input
+root (the directory given, or the file's own folder when a file or glob is given), without
+the suffix, so ``a/note.txt`` and ``b/note.txt`` become ``a/note`` and ``b/note``. JSON and
+JSONL records keep their own ``id`` (or ``doc_id``); records without one get
+``<relative path>:<line or index>``.
+"""
 import glob
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional
+from typing import Iterable, Iterator, List, Optional, Tuple
 
 TEXT_SUFFIXES = {".txt", ".text"}
 JSONL_SUFFIXES = {".jsonl", ".ndjson"}
+JSON_SUFFIXES = {".json"}
+READ_SUFFIXES = TEXT_SUFFIXES | JSONL_SUFFIXES | JSON_SUFFIXES
 STDIN = "-"
+RECORD_SHAPE = "an object with a string 'text'"
 
 
 class InputError(ValueError):
@@ -25,71 +36,132 @@ class InputDoc:
     error: Optional[str] = None
 
 
-def expand_inputs(paths: Iterable[str]) -> List[str]:
-    """Files to read, in a stable order: files as given, directories and globs expanded."""
-    found: List[str] = []
+@dataclass(frozen=True)
+class InputFile:
+    """A file to read and the root its document ids are relative to."""
+
+    path: str
+    root: str
+
+    @property
+    def base_id(self) -> str:
+        """Relative path without the suffix, with ``/`` separators on every OS."""
+        if self.path == STDIN:
+            return "stdin"
+        rel = os.path.relpath(self.path, self.root) if self.root else os.path.basename(self.path)
+        return Path(rel).with_suffix("").as_posix()
+
+
+def expand_input_files(paths: Iterable[str]) -> List[InputFile]:
+    """Files to read, in a stable order, each with its id root: directories and globs expanded."""
+    found: List[InputFile] = []
     for raw in paths:
         if raw == STDIN:
-            found.append(STDIN)
+            found.append(InputFile(STDIN, ""))
             continue
         path = Path(raw).expanduser()
         if path.is_dir():
-            files = sorted(
-                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES | JSONL_SUFFIXES
-            )
-            found.extend(str(p) for p in files)
+            files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in READ_SUFFIXES)
+            found.extend(InputFile(str(p), str(path)) for p in files)
         elif path.is_file():
-            found.append(str(path))
+            found.append(InputFile(str(path), str(path.parent)))
         elif any(ch in raw for ch in "*?["):
-            matches = sorted(glob.glob(raw, recursive=True))
+            matches = sorted(m for m in glob.glob(raw, recursive=True) if Path(m).is_file())
             if not matches:
                 raise InputError(f"no files match {raw}")
-            found.extend(m for m in matches if Path(m).is_file())
+            found.extend(InputFile(m, _glob_root(raw)) for m in matches)
         else:
             raise InputError(f"no such file or directory: {raw}")
     return found
 
 
-def read_file(source: str) -> Iterator[InputDoc]:
-    """Documents of one input file (a .txt is one document, a .jsonl one per line)."""
-    if source == STDIN:
+def _glob_root(pattern: str) -> str:
+    """The folder part of a glob before its first wildcard: ``notes/*/a.txt`` -> ``notes``."""
+    head = []
+    for part in Path(pattern).parts:
+        if any(ch in part for ch in "*?["):
+            break
+        head.append(part)
+    return str(Path(*head)) if head else "."
+
+
+def read_file(source: "str | InputFile") -> Iterator[InputDoc]:
+    """Documents of one input: a .txt is one document, JSON one or a list, JSONL one per line."""
+    file = source if isinstance(source, InputFile) else InputFile(source, os.path.dirname(source))
+    if file.path == STDIN:
         data = sys.stdin.buffer.read()
-        yield from _read_bytes(data, "stdin", jsonl=_looks_like_jsonl(data))
+        kind = "jsonl" if data.lstrip()[:1] == b"{" else "text"
+        yield from read_bytes(data, STDIN, kind, "stdin")
         return
-    path = Path(source)
     try:
-        data = path.read_bytes()
+        data = Path(file.path).read_bytes()
     except OSError as err:
-        yield InputDoc(id=path.stem, text=None, source=source, error=f"cannot read {source}: {err.strerror or err}")
+        yield InputDoc(file.base_id, None, file.path, f"cannot read {file.path}: {err.strerror or err}")
         return
-    yield from _read_bytes(data, source, jsonl=path.suffix.lower() in JSONL_SUFFIXES, default_id=path.stem)
+    yield from read_bytes(data, file.path, file_kind(file.path), file.base_id)
 
 
-def _looks_like_jsonl(data: bytes) -> bool:
-    head = data.lstrip()[:1]
-    return head == b"{"
+def file_kind(path: str) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix in JSONL_SUFFIXES:
+        return "jsonl"
+    return "json" if suffix in JSON_SUFFIXES else "text"
 
 
-def _read_bytes(data: bytes, source: str, *, jsonl: bool, default_id: str = "stdin") -> Iterator[InputDoc]:
+def read_bytes(data: bytes, source: str, kind: str, base_id: str) -> Iterator[InputDoc]:
+    """Documents in ``data`` read as ``kind`` (``text``, ``json`` or ``jsonl``)."""
+    if kind == "jsonl":
+        yield from read_jsonl_lines(enumerate(data.splitlines(), start=1), source, base_id)
+        return
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        yield InputDoc(id=default_id, text=None, source=source, error=f"{source} is not valid UTF-8 (byte {err.start})")
+        yield InputDoc(base_id, None, source, f"{source} is not valid UTF-8 (byte {err.start})")
         return
-    if not jsonl:
-        yield InputDoc(id=default_id, text=text, source=source)
+    if kind == "text":
+        yield InputDoc(base_id, text, source)
+    else:
+        yield from _read_json(text, source, base_id)
+
+
+def _read_json(text: str, source: str, base_id: str) -> Iterator[InputDoc]:
+    """One record, a list of records, or JSON Lines in a ``.json`` file; anything else is refused."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        lines = text.encode("utf-8").splitlines()
+        if len([line for line in lines if line.strip()]) > 1:  # JSON Lines named .json
+            yield from read_jsonl_lines(enumerate(lines, start=1), source, base_id)
+        else:
+            yield InputDoc(base_id, None, source, f"{source} is not JSON, a JSON list or JSON Lines")
         return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+    records = obj if isinstance(obj, list) else [obj]
+    single = not isinstance(obj, list)
+    for index, record in enumerate(records):
+        where = base_id if single else f"{base_id}:{index}"
+        yield _record_doc(record, source, where)
+
+
+def read_jsonl_lines(lines: Iterable[Tuple[int, bytes]], source: str, base_id: str) -> Iterator[InputDoc]:
+    """One document per non-blank line; a bad line is an error document, the rest go on."""
+    for number, raw in lines:
+        if not raw.strip():
             continue
-        where = f"{source}:{number}"
+        where = f"{base_id}:{number}"
         try:
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             obj = json.loads(line)
+        except UnicodeDecodeError as err:
+            yield InputDoc(where, None, source, f"line {number} is not valid UTF-8 (byte {err.start})")
+            continue
         except json.JSONDecodeError as err:
-            yield InputDoc(id=where, text=None, source=source, error=f"invalid JSON ({err.msg})")
+            yield InputDoc(where, None, source, f"invalid JSON on line {number} ({err.msg})")
             continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-            yield InputDoc(id=where, text=None, source=source, error="expected an object with a string 'text'")
-            continue
-        doc_id = obj.get("id", obj.get("doc_id", f"{default_id}_{number}"))
-        yield InputDoc(id=str(doc_id), text=obj["text"], source=source)
+        yield _record_doc(obj, source, where)
+
+
+def _record_doc(obj: object, source: str, where: str) -> InputDoc:
+    if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
+        return InputDoc(where, None, source, f"expected {RECORD_SHAPE}")
+    doc_id = obj.get("id", obj.get("doc_id", where))
+    return InputDoc(str(doc_id), obj["text"], source)

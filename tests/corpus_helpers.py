@@ -8,15 +8,18 @@ from conftest import CONFIG_DIR, GSC_DIR
 
 # Custom components for corpus tests, imported in every worker through ``code=``:
 # test_poison raises on a marked document; test_gate holds a marked document while
-# gate.flag (next to this file) exists, so a test can kill a run half-way.
+# gate.flag (next to this file) exists and writes its pid to gate.pid, so a test can kill
+# the run, or the worker, half-way.
 COMPONENTS_CODE = textwrap.dedent(
     '''
+    import os
     import time
     from pathlib import Path
 
     from spacy.language import Language
 
     GATE = Path(__file__).with_name("gate.flag")
+    HOLDER = Path(__file__).with_name("gate.pid")
 
 
     @Language.component("test_poison")
@@ -29,6 +32,8 @@ COMPONENTS_CODE = textwrap.dedent(
     @Language.component("test_gate")
     def test_gate(doc):
         if "GATE" in doc.text:
+            if GATE.exists():
+                HOLDER.write_text(str(os.getpid()))  # which process the gate holds
             while GATE.exists():
                 time.sleep(0.05)
         return doc
@@ -84,7 +89,7 @@ def write_code_and_config(folder: Path) -> Dict[str, Path]:
     config += '\n[components.test_poison]\nfactory = "test_poison"\n\n[components.test_gate]\nfactory = "test_gate"\n'
     cfg = folder / "corpus_test.cfg"
     cfg.write_text(config, encoding="utf-8")
-    return {"code": code, "config": cfg, "gate": folder / "gate.flag"}
+    return {"code": code, "config": cfg, "gate": folder / "gate.flag", "holder": folder / "gate.pid"}
 
 
 def reference_records(config: Path, code: Path, docs: List[Dict[str, str]]) -> Dict[str, dict]:
@@ -99,13 +104,26 @@ def reference_records(config: Path, code: Path, docs: List[Dict[str, str]]) -> D
 
 
 def read_output(out_dir: Path) -> Dict[str, dict]:
+    """Records of every shard by id; each names an existing source file, checked and dropped."""
     records = {}
     for path in sorted((out_dir / "shards").glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
+            record = without_source(json.loads(line))
             assert record["id"] not in records, f"duplicate {record['id']}"
             records[record["id"]] = record
     return records
+
+
+def without_source(record: dict) -> dict:
+    """The record less ``doc.source``, after checking that it names an existing file."""
+    assert Path(record["doc"].pop("source")).is_file()
+    if not record["doc"]:
+        del record["doc"]
+    return record
+
+
+def shard_bytes(out_dir: Path) -> Dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((out_dir / "shards").iterdir())}
 
 
 def read_errors(out_dir: Path) -> Dict[str, dict]:

@@ -1,8 +1,13 @@
 """``python -m spacy_clinchunk chunk`` end to end, in a subprocess."""
+import fcntl
 import json
 import os
+import pty
+import stat
+import struct
 import subprocess
 import sys
+import termios
 
 import pytest
 
@@ -43,7 +48,8 @@ def test_files_and_directories_as_jsonl(corpus):
     result = cli(corpus, "--config", CONFIG, "--format", "jsonl")
     assert result.returncode == 0, result.stderr
     out = records(result.stdout)
-    assert [r["id"] for r in out] == ["a", "b"]
+    assert [r["id"] for r in out] == ["a", "sub/b"]  # the path relative to the directory given
+    assert [r["doc"]["source"] for r in out] == [str(corpus / "a.txt"), str(corpus / "sub" / "b.txt")]
     assert [c["text"] for c in out[0]["chunks"]] == ["Patient has arachnodactyly", "i.e., long fingers", "heart rate is 98.6 bpm"]
     for chunk in out[0]["chunks"]:
         assert SEED[chunk["start"] : chunk["end"]] == chunk["text"]
@@ -65,6 +71,7 @@ def test_jsonl_input_and_output_file(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     out = records(target.read_text(encoding="utf-8"))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600  # it holds note text
     assert [r["id"] for r in out] == ["n1", "n2"]
     assert [c["text"] for c in out[1]["chunks"]] == ["No fever and/or chills"]
 
@@ -115,7 +122,7 @@ def test_non_utf8_file_in_a_batch_is_reported_and_the_rest_processed(corpus):
     (corpus / "latin1.txt").write_bytes("Fièvre et toux".encode("latin-1"))
     result = cli(corpus, "--config", CONFIG, "--format", "jsonl")
     assert result.returncode == 1
-    assert [r["id"] for r in records(result.stdout)] == ["a", "b"]
+    assert [r["id"] for r in records(result.stdout)] == ["a", "sub/b"]
     assert "latin1.txt is not valid UTF-8" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -127,3 +134,81 @@ def test_bad_jsonl_line_is_reported_and_the_rest_processed(tmp_path):
     assert result.returncode == 1
     assert [r["id"] for r in records(result.stdout)] == ["ok", "ok2"]
     assert "invalid JSON" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_same_file_name_in_two_folders_gets_two_ids(tmp_path):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "note.txt").write_text(f"Fever in {folder}.", encoding="utf-8")
+    result = cli(tmp_path, "--config", CONFIG, "--format", "jsonl")
+    assert result.returncode == 0, result.stderr
+    assert [r["id"] for r in records(result.stdout)] == ["a/note", "b/note"]
+
+
+def test_nothing_to_read_is_an_error_not_a_silent_success(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    others = tmp_path / "others"
+    others.mkdir()
+    (others / "table.csv").write_text("a,b", encoding="utf-8")
+    for folder in (empty, others):
+        for extra in ([], ["--engine", "local", "--output", str(tmp_path / "out")]):
+            result = cli(folder, "--config", CONFIG, *extra)
+            assert result.returncode == 2, result.stderr
+            assert result.stderr.startswith("error: no input documents in") and result.stderr.count("\n") == 1
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n", encoding="utf-8")
+    result = cli(blank, "--config", CONFIG)
+    assert result.returncode == 2 and "no input documents" in result.stderr
+
+
+def test_json_files_are_read_by_content(tmp_path):
+    (tmp_path / "one.json").write_text(json.dumps({"id": "j1", "text": "No fever."}), encoding="utf-8")
+    (tmp_path / "list.json").write_text(json.dumps([{"id": "j2", "text": "Cough."}, {"text": "Rash."}]), encoding="utf-8")
+    (tmp_path / "lines.json").write_text('{"id": "j4", "text": "Pain."}\n{"id": "j5", "text": "Itch."}\n', encoding="utf-8")
+    result = cli(tmp_path, "--config", CONFIG, "--format", "jsonl")
+    assert result.returncode == 0, result.stderr
+    out = {r["id"]: [c["text"] for c in r["chunks"]] for r in records(result.stdout)}
+    assert out == {"j4": ["Pain"], "j5": ["Itch"], "j2": ["Cough"], "list:1": ["Rash"], "j1": ["No fever"]}
+    (tmp_path / "other.json").write_text(json.dumps({"doc_id": "g", "full_text": "Fever."}), encoding="utf-8")
+    result = cli(tmp_path / "other.json", "--config", CONFIG, "--format", "jsonl")
+    assert result.returncode == 1 and result.stdout == ""
+    assert "error: other: expected an object with a string 'text'" in result.stderr
+
+
+def test_max_length_works_without_an_engine(tmp_path):
+    big = tmp_path / "big.txt"
+    big.write_text("No fever today. " * 75_000, encoding="utf-8")  # 1.2 M characters
+    refused = cli(big, "--config", CONFIG, "--format", "jsonl")
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "1,200,000 characters, more than max_length 1,000,000; raise it with --max-length" in refused.stderr
+    assert "E088" not in refused.stderr and "No fever" not in refused.stderr
+    done = cli(big, "--config", CONFIG, "--format", "jsonl", "--max-length", "1300000")
+    assert done.returncode == 0, done.stderr
+    assert len(records(done.stdout)[0]["chunks"]) == 75_000
+
+
+def test_corpus_run_shows_a_progress_bar_on_a_terminal_and_one_line_otherwise(corpus, tmp_path):
+    for k in range(3):
+        (corpus / f"part{k}.jsonl").write_text(json.dumps({"id": f"p{k}", "text": SEED}) + "\n", encoding="utf-8")
+    base = ["--config", CONFIG, "--engine", "local"]
+    piped = cli(corpus, *base, "--output", tmp_path / "piped")
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stderr.count("\n") == 1 and piped.stderr.startswith("5 docs in 5 shards")
+    main_end, child_end = pty.openpty()  # stderr on a terminal of 24 x 120
+    fcntl.ioctl(child_end, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    command = [sys.executable, "-m", "spacy_clinchunk", "chunk", str(corpus), *base, "--output", str(tmp_path / "tty")]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=child_end)
+    os.close(child_end)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main_end, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert process.wait(timeout=120) == 0
+    text = seen.decode("utf-8", "replace")
+    assert "corpus: 100%" in text and "5/5" in text and "docs=5" in text and "5 docs in 5 shards" in text

@@ -1,11 +1,14 @@
 """Corpus runs on the local engine: shards, manifest, resume after a kill, errors, bad input."""
 import json
 import os
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -18,10 +21,13 @@ from corpus_helpers import (
     read_errors,
     read_output,
     reference_records,
+    shard_bytes,
+    without_source,
     write_shards,
 )
 from spacy_clinchunk.cli import main as cli_main
-from spacy_clinchunk.corpus import CorpusError, plan_shards, run_corpus
+from spacy_clinchunk.corpus import CorpusError, RayOptions, plan_shards, read_shard, run_corpus
+from spacy_clinchunk.inputs import read_file
 
 pytestmark = requires_shared_data()
 STRUCTURAL = CONFIG_DIR / "punct_conj_cleaned.cfg"
@@ -37,7 +43,7 @@ def corpus(tmp_path_factory):
         poison_shard=3,
         text_files={"notes/good.txt": good.encode("utf-8"), "notes/latin1.txt": "Fi\xe8vre, pas de toux.".encode("latin-1")},
     )
-    built["docs"] = built["docs"] + [POISON, {"id": "good", "text": good}]
+    built["docs"] = built["docs"] + [POISON, {"id": "notes/good", "text": good}]  # ids: paths below the input dir
     built["reference"] = reference_records(built["config"], built["code"], built["docs"])
     return built
 
@@ -46,9 +52,9 @@ def check_complete(out_dir, corpus):
     records = read_output(out_dir)
     assert records == corpus["reference"]  # every good document, identical to one plain process
     errors = read_errors(out_dir)
-    assert set(errors) == {"poisoned", "latin1"}
+    assert set(errors) == {"poisoned", "notes/latin1"}
     assert "poisoned document" in errors["poisoned"]["error"]
-    assert "UTF-8" in errors["latin1"]["error"]
+    assert "UTF-8" in errors["notes/latin1"]["error"]
     return records
 
 
@@ -93,11 +99,29 @@ def test_single_process_run_matches_plain_pipeline(corpus, tmp_path):
     assert len(changed.processed) == 12 and changed.manifest["config_hash"] != manifest["config_hash"]
 
 
-def test_two_spawned_processes_give_identical_output(corpus, tmp_path):
+def test_two_spawned_processes_give_byte_identical_output(corpus, tmp_path):
+    single, multi = tmp_path / "single", tmp_path / "multi"
+    run_corpus(corpus["config"], [corpus["inputs"]], single, code=str(corpus["code"]))
+    result = run_corpus(corpus["config"], [corpus["inputs"]], multi, workers=2, code=str(corpus["code"]))
+    check_complete(multi, corpus)
+    assert shard_bytes(multi) == shard_bytes(single)
+    assert sorted(os.listdir(multi / "errors")) == sorted(os.listdir(single / "errors"))
+    run = result.manifest["runs"][-1]
+    assert run["workers"] == 2 and len(run["workers_stats"]) == 2  # both processes did shards
+    assert all(w["max_rss_mb"] > 0 and w["docs"] > 0 for w in run["workers_stats"].values())
+    assert 0 < run["startup_seconds"] < run["seconds"]
+    pids = {e["worker"]["pid"] for e in result.manifest["shards"].values()}
+    assert os.getpid() not in pids and len(pids) == 2  # no document was chunked in the driver
+
+
+def test_outputs_are_owner_only_unless_relaxed(corpus, tmp_path):
     out = tmp_path / "out"
-    result = run_corpus(corpus["config"], [corpus["inputs"]], out, workers=2, code=str(corpus["code"]))
-    check_complete(out, corpus)
-    assert result.manifest["runs"][-1]["workers"] == 2
+    run_corpus(corpus["config"], [corpus["inputs"]], out, code=str(corpus["code"]))
+    written = [*(out / "shards").iterdir(), *(out / "errors").iterdir(), out / "manifest.json", out / "errors.jsonl"]
+    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in written} == {"0o600"}
+    relaxed = tmp_path / "relaxed"
+    run_corpus(corpus["config"], [corpus["inputs"]], relaxed, code=str(corpus["code"]), file_mode=0o644)
+    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in (relaxed / "shards").iterdir()} == {"0o644"}
 
 
 def test_docbin_output_holds_the_same_chunks(corpus, tmp_path):
@@ -112,54 +136,182 @@ def test_docbin_output_holds_the_same_chunks(corpus, tmp_path):
     records = {}
     for path in (out / "shards").glob("*.spacy"):
         for doc in DocBin().from_disk(path).get_docs(vocab):
-            records[doc._.doc_id] = doc_to_record(doc)
+            records[doc._.doc_id] = without_source(doc_to_record(doc))
     assert records == corpus["reference"]
 
 
-def test_killed_run_resumes_without_redoing_finished_shards(corpus, tmp_path):
-    """Kill -9 a CLI run while a document holds it, rerun, get the complete identical output."""
-    inputs = tmp_path / "in"
-    docs = gsc_documents()
-    write_shards(inputs, docs, 10)
-    with open(inputs / "part-005.jsonl", "a", encoding="utf-8") as out:
-        out.write(json.dumps(GATE_DOC) + "\n")
-    corpus["gate"].write_text("hold", encoding="utf-8")
-    out = tmp_path / "out"
+def gated_inputs(folder, docs, n_shards=10):
+    """``n_shards`` GSC+ shards plus ``gate.jsonl``, the smallest shard (so scheduled last)."""
+    write_shards(folder, docs, n_shards)
+    (folder / "gate.jsonl").write_text(json.dumps(GATE_DOC) + "\n", encoding="utf-8")
+    return folder
+
+
+def start_cli(corpus, inputs, out, *extra):
     command = [
         sys.executable, "-m", "spacy_clinchunk", "chunk", str(inputs), "--config", str(corpus["config"]),
-        "--code", str(corpus["code"]), "--output", str(out), "--engine", "local", "--batch-size", "4",
+        "--code", str(corpus["code"]), "--output", str(out), "--engine", "local", *extra,
     ]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_for_gate(corpus, process, timeout=300):
+    """The pid of the process the gate holds, once it holds one."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and process.poll() is None:
+        if corpus["holder"].exists() and corpus["holder"].read_text():
+            return int(corpus["holder"].read_text())
+        time.sleep(0.1)
+    raise AssertionError(f"the gate was never reached: {process.stderr.read().decode()[-3000:]}")
+
+
+def alive(pid):
     try:
-        finished = {}
-        deadline = time.time() + 300
-        while time.time() < deadline and process.poll() is None:
-            try:
-                finished = json.loads((out / "manifest.json").read_text())["shards"]
-            except (OSError, ValueError):
-                finished = {}
-            if len(finished) >= 5:  # part-000 .. part-004; part-005 is held by the gate
-                break
-            time.sleep(0.1)
-        assert process.poll() is None, process.stderr.read().decode()
-        assert sorted(finished) == [f"part-{k:03d}" for k in range(5)]
-        time.sleep(0.3)
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as handle:  # a zombie is dead too
+        return handle.read().split()[2] != "Z"
+
+
+@pytest.fixture
+def gate(corpus):
+    corpus["holder"].unlink(missing_ok=True)
+    corpus["gate"].write_text("hold", encoding="utf-8")
+    yield corpus
+    corpus["gate"].unlink(missing_ok=True)
+    corpus["holder"].unlink(missing_ok=True)
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_without_redoing_finished_shards(gate, tmp_path):
+    """Kill -9 a CLI run (default batch size) while a document holds it; rerun; complete, identical output."""
+    corpus, docs = gate, gsc_documents()
+    inputs = gated_inputs(tmp_path / "in", docs)
+    out = tmp_path / "out"
+    process = start_cli(corpus, inputs, out)
+    try:
+        assert wait_for_gate(corpus, process) == process.pid  # one worker: the driver itself
+        finished = json.loads((out / "manifest.json").read_text())["shards"]
         os.kill(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
         corpus["gate"].unlink(missing_ok=True)
+    assert sorted(finished) == [f"part-{k:03d}" for k in range(10)]  # every shard done before the kill is kept
     written = {name: (out / entry["output"]).stat().st_mtime_ns for name, entry in finished.items()}
-    assert not (out / "shards" / "part-005.jsonl").exists()
+    assert not (out / "shards" / "gate.jsonl").exists()
+    assert list((out / "shards").glob(".gate.jsonl.*.tmp"))  # the shard in flight, never renamed
 
     result = run_corpus(corpus["config"], [inputs], out, code=str(corpus["code"]))
-    assert sorted(result.skipped) == sorted(finished)
-    assert sorted(result.processed) == [f"part-{k:03d}" for k in range(5, 10)]
+    assert not list(out.rglob("*.tmp"))  # the next run removed the leftovers
+    assert sorted(result.skipped) == sorted(finished) and result.processed == ["gate"]
     assert {name: (out / "shards" / f"{name}.jsonl").stat().st_mtime_ns for name in finished} == written
     expected = reference_records(corpus["config"], corpus["code"], docs + [GATE_DOC])
     assert read_output(out) == expected
     assert result.manifest["totals"]["docs"] == len(expected)
+
+
+@pytest.mark.slow
+def test_workers_exit_when_the_driver_is_killed(gate, tmp_path):
+    corpus = gate
+    inputs = gated_inputs(tmp_path / "in", gsc_documents()[:40], 2)
+    process = start_cli(corpus, inputs, tmp_path / "out", "--workers", "2")
+    try:
+        holder = wait_for_gate(corpus, process)
+        assert holder != process.pid and alive(holder)
+        os.kill(process.pid, signal.SIGKILL)  # the gate still holds the worker: only the driver's death stops it
+        process.wait(timeout=30)
+        deadline = time.time() + 10
+        while alive(holder) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not alive(holder)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_shard_is_replaced_and_only_its_shard_redone(gate, tmp_path):
+    corpus, docs = gate, gsc_documents()
+    inputs = gated_inputs(tmp_path / "in", docs, 6)
+    out = tmp_path / "out"
+    process = start_cli(corpus, inputs, out, "--workers", "2")
+    try:
+        holder = wait_for_gate(corpus, process)
+        before = json.loads((out / "manifest.json").read_text())["shards"]
+        os.kill(holder, signal.SIGKILL)
+        corpus["gate"].unlink()  # the redone shard passes the gate
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr.decode()[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    for name, entry in before.items():  # shards finished before the kill were not redone
+        assert manifest["shards"][name] == entry
+    assert manifest["shards"]["gate"]["worker"]["pid"] != holder
+    assert read_output(out) == reference_records(corpus["config"], corpus["code"], docs + [GATE_DOC])
+
+
+def test_a_big_jsonl_file_is_split_into_sub_shards_that_read_the_same_documents(tmp_path):
+    docs = gsc_documents()[:60]
+    source = tmp_path / "in" / "big.jsonl"
+    source.parent.mkdir()
+    lines = [json.dumps(d if k % 3 else {"text": d["text"]}) for k, d in enumerate(docs)]  # some without an id
+    source.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+    shards = plan_shards([source.parent], split_bytes=20_000)
+    assert len(shards) >= 4 and [s.name for s in shards][:2] == ["big.p000", "big.p001"]
+    pieces = [doc for shard in shards for doc in read_shard(shard)]
+    assert pieces == list(read_file(str(source)))
+    assert pieces[0].id == "big:1" and pieces[3].id == "big:4" and pieces[1].id == docs[1]["id"]
+
+
+@pytest.mark.slow
+def test_a_10_mb_note_does_not_hold_up_the_small_shards(tmp_path):
+    """Largest shard first: one worker takes the 10 MB note, the other does all the small shards meanwhile."""
+    inputs = tmp_path / "in"
+    write_shards(inputs, gsc_documents(), 12)
+    huge = "Patient stable, no fever. Denies chest pain. " * 233_017  # 10 MB
+    (inputs / "huge.jsonl").write_text(json.dumps({"id": "huge", "text": huge}) + "\n", encoding="utf-8")
+    result = run_corpus(STRUCTURAL, [inputs], tmp_path / "out", workers=2, max_length=11_000_000)
+    shards = result.manifest["shards"]
+    # 10 MB > split_bytes: two byte ranges; the note starts in the first, the second holds no line start
+    assert shards["huge.p001"]["docs"] == 0
+    big = shards["huge.p000"]
+    assert result.errors == 0 and big["docs"] == 1 and big["chunks"] > 100_000
+    small = [e for name, e in shards.items() if not name.startswith("huge")]
+    assert all(e["worker"]["pid"] != big["worker"]["pid"] for e in small)
+    assert sum(e["seconds"] for e in small) < big["seconds"]
+
+
+@pytest.mark.slow
+def test_a_full_output_disk_is_a_clear_error_and_finished_shards_stay_intact(tmp_path):
+    """A real 256 KiB tmpfs as the output directory, in a private mount namespace."""
+    if shutil.which("unshare") is None or subprocess.run(
+        ["unshare", "-rm", "true"], capture_output=True
+    ).returncode:
+        pytest.skip("needs unshare (user and mount namespaces) for a small tmpfs")
+    inputs = tmp_path / "in"
+    write_shards(inputs, gsc_documents(), 10)
+    out, kept = tmp_path / "out", tmp_path / "kept"
+    out.mkdir()
+    script = (
+        f"mount -t tmpfs -o size=256k tmpfs {out} && "
+        f"{sys.executable} -m spacy_clinchunk chunk {inputs} --config {STRUCTURAL} --output {out} --engine local; "
+        f"echo $? > {tmp_path / 'rc'}; cp -a {out} {kept}"
+    )
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert (tmp_path / "rc").read_text().strip() == "2", done.stderr
+    assert "No space left on device" in done.stderr and "finished shards are intact" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    manifest = json.loads((kept / "manifest.json").read_text())
+    assert 0 < len(manifest["shards"]) < 10
+    for name, entry in manifest["shards"].items():  # every recorded shard is complete
+        lines = (kept / entry["output"]).read_text().splitlines()
+        assert len(lines) == entry["docs"] and all(json.loads(line)["chunks"] for line in lines)
+    assert not list(kept.rglob("*.tmp"))
 
 
 def test_oversized_note_is_an_error_and_the_rest_completes(tmp_path):
@@ -173,7 +325,8 @@ def test_oversized_note_is_an_error_and_the_rest_completes(tmp_path):
     result = run_corpus(STRUCTURAL, [inputs], out_dir)
     assert result.docs == 1 and result.errors == 1
     errors = read_errors(out_dir)
-    assert "E088" in errors["huge"]["error"]  # spaCy's max_length message, which names the fix
+    assert "10,485,760 characters, more than max_length 1,000,000" in errors["huge"]["error"]
+    assert "--max-length" in errors["huge"]["error"] and "Patient" not in errors["huge"]["error"]
     assert set(read_output(out_dir)) == {"small"}
 
 
@@ -189,10 +342,16 @@ def test_bad_output_and_bad_config_fail_before_any_work(tmp_path):
     bad.write_text('[nlp]\nlang = "en"\npipeline = ["nope"]\n[components]\n[components.nope]\nfactory = "no_such_factory"\n')
     # the pipeline is loaded here first: no Ray connection is attempted for a broken config
     with pytest.raises(CorpusError, match="could not load pipeline"):
-        run_corpus(bad, [inputs], tmp_path / "out", engine="ray", ray_address="127.0.0.1:9")
+        run_corpus(bad, [inputs], tmp_path / "out", engine="ray", ray=RayOptions(address="127.0.0.1:9"))
     assert not list((tmp_path / "out" / "shards").iterdir())
     with pytest.raises(CorpusError, match="no such file"):
         run_corpus(STRUCTURAL, [tmp_path / "missing"], tmp_path / "out")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "table.csv").write_text("a,b", encoding="utf-8")
+    with pytest.raises(CorpusError, match="no input documents"):
+        run_corpus(STRUCTURAL, [tmp_path / "other"], tmp_path / "out")
+    with pytest.raises(CorpusError, match="unknown corpus setting"):
+        run_corpus(STRUCTURAL, [inputs], tmp_path / "out", ray_address="auto")
 
 
 def test_ray_address_that_does_not_answer_fails_fast(tmp_path):

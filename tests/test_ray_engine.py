@@ -1,4 +1,4 @@
-"""Ray Data engine on a local Ray instance (loopback only): identity, errors, kill and resume."""
+"""Ray engine on a local Ray instance (loopback only): identity, errors, a killed actor, kill and resume."""
 import json
 import os
 import signal
@@ -16,9 +16,11 @@ from corpus_helpers import (
     read_errors,
     read_output,
     reference_records,
+    shard_bytes,
+    without_source,
     write_shards,
 )
-from spacy_clinchunk.corpus import run_corpus
+from spacy_clinchunk.corpus import RayOptions, run_corpus
 
 ray = pytest.importorskip("ray")
 pytestmark = [requires_shared_data(), pytest.mark.slow]
@@ -55,15 +57,45 @@ def test_ray_run_matches_plain_pipeline_and_records_errors(ray_cluster, corpus, 
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["totals"]["docs"] == len(corpus["reference"]) == result.docs
     assert manifest["totals"]["shards"] == 10 and manifest["shards"]["empty"]["docs"] == 0
-    assert manifest["runs"][-1]["engine"] == "ray"
+    assert manifest["runs"][-1]["engine"] == "ray" and result.startup_seconds > 0
     assert sum(w["docs"] for w in result.worker_stats.values()) == len(corpus["reference"]) + 2  # + poisoned, latin1
-    assert all(w["max_rss_mb"] > 0 for w in result.worker_stats.values())
+    assert len(result.worker_stats) == 2 and all(w["max_rss_mb"] > 0 for w in result.worker_stats.values())
+    assert os.getpid() not in {e["worker"]["pid"] for e in manifest["shards"].values()}  # actors wrote every shard
 
     # the same shards from the local engine are byte-identical
     local = tmp_path / "local"
     run_corpus(corpus["config"], [corpus["inputs"]], local, engine="local", code=str(corpus["code"]))
-    for path in sorted((out / "shards").iterdir()):
-        assert path.read_bytes() == (local / "shards" / path.name).read_bytes(), path.name
+    assert shard_bytes(out) == shard_bytes(local)
+
+
+def test_a_killed_actor_is_replaced_and_its_shard_redone(ray_cluster, corpus, tmp_path):
+    import threading
+
+    inputs = tmp_path / "in"
+    write_shards(inputs, corpus["docs"], 4)
+    (inputs / "gate.jsonl").write_text(json.dumps(GATE_DOC) + "\n", encoding="utf-8")
+    corpus["holder"].unlink(missing_ok=True)
+    corpus["gate"].write_text("hold", encoding="utf-8")
+
+    def kill_the_holder():
+        deadline = time.time() + 300
+        while time.time() < deadline and not (corpus["holder"].exists() and corpus["holder"].read_text()):
+            time.sleep(0.1)
+        os.kill(int(corpus["holder"].read_text()), signal.SIGKILL)
+        corpus["gate"].unlink()
+
+    killer = threading.Thread(target=kill_the_holder, daemon=True)
+    killer.start()
+    try:
+        result = run_corpus(corpus["config"], [inputs], tmp_path / "out", engine="ray", workers=2, code=str(corpus["code"]))
+    finally:
+        corpus["gate"].unlink(missing_ok=True)
+        killer.join(5)
+    assert "gate" in result.processed and result.manifest["totals"]["shards"] == 5
+    assert result.manifest["shards"]["gate"]["worker"]["pid"] != int(corpus["holder"].read_text())
+    expected = dict(corpus["reference"])  # reference_records leaves the poisoned document out
+    expected["gate"] = reference_records(corpus["config"], corpus["code"], [GATE_DOC])["gate"]
+    assert read_output(tmp_path / "out") == expected
 
 
 def test_ray_docbin_output(ray_cluster, corpus, tmp_path):
@@ -77,7 +109,7 @@ def test_ray_docbin_output(ray_cluster, corpus, tmp_path):
     vocab = spacy.blank("en").vocab
     records = {}
     for path in (out / "shards").glob("*.spacy"):
-        records.update({d._.doc_id: doc_to_record(d) for d in DocBin().from_disk(path).get_docs(vocab)})
+        records.update({d._.doc_id: without_source(doc_to_record(d)) for d in DocBin().from_disk(path).get_docs(vocab)})
     assert records == corpus["reference"]
 
 

@@ -1,8 +1,8 @@
 """``chunk``: run a pipeline over documents and print or write their chunks."""
 import argparse
 import json
+import os
 import sys
-from itertools import islice
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
 
@@ -50,6 +50,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--threshold", type=float, default=None, help="semantic split threshold")
     parser.add_argument("--min-segment", type=int, default=None, help="minimum words per semantic segment")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    parser.add_argument(
+        "--max-length", type=int, default=None, help="longest note in characters (nlp.max_length; default 1,000,000)"
+    )
+    parser.add_argument(
+        "--file-mode", default="600", help="octal mode of files written (default 600: owner-only, they hold note text)"
+    )
     corpus = parser.add_argument_group(
         "corpus runs (--engine)", "sharded, resumable output: OUT/shards/*, OUT/errors.jsonl, OUT/manifest.json"
     )
@@ -61,7 +67,9 @@ def add_parser(subparsers: Any) -> None:
         "--gpus-per-worker", type=float, default=None, help="GPUs per Ray actor (default: 1 when the cluster has GPUs)"
     )
     corpus.add_argument("--shard-size", type=int, default=None, help=".txt files per input shard (default 1000)")
-    corpus.add_argument("--max-length", type=int, default=None, help="longest note in characters (nlp.max_length)")
+    corpus.add_argument(
+        "--split-bytes", type=int, default=None, help="JSONL files larger than this become sub-shards (default 8 MiB)"
+    )
     corpus.add_argument("--code", default=None, help="Python file with custom components, imported in every worker")
     corpus.add_argument("--no-resume", action="store_true", help="reprocess shards that are already done")
     corpus.add_argument("--connect-timeout", type=float, default=10.0, help="seconds to wait for a Ray address")
@@ -108,12 +116,10 @@ def load_nlp(args: argparse.Namespace, extra: List[str]):
         raise CLIError(str(err)) from err
 
 
-CORPUS_ONLY = ("workers", "ray_address", "gpus_per_worker", "shard_size", "max_length", "code")
+CORPUS_ONLY = ("workers", "ray_address", "gpus_per_worker", "shard_size", "split_bytes", "code")
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
-    from ..inputs import InputError, expand_inputs, read_file
-
     if args.engine is not None:
         return run_corpus_command(args, extra)
     given = [f"--{name.replace('_', '-')}" for name in CORPUS_ONLY if getattr(args, name) is not None]
@@ -122,20 +128,19 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     if args.format == "docbin":
         raise CLIError("--format docbin needs --engine local|ray and an output directory")
     args.format = args.format or "table"
-
-    try:
-        sources = expand_inputs(args.paths)
-    except InputError as err:
-        raise CLIError(str(err)) from err
+    files = _input_files(args.paths)
     nlp = load_nlp(args, extra)
+    from ..corpus.spec import prepare
+
+    prepare(nlp, args.max_length)
     sink = _record_sink(args)
-    out = _open_output(args.output) if sink is None else None
-    failures = 0
+    out = _open_output(args.output, _file_mode(args)) if sink is None else None
+    failures = docs_read = 0
     usages = []  # Doc._.llm_usage of clin_llm_context, summed at the end
     try:
-        docs = (doc for source in sources for doc in read_file(source))
-        progress = _progress(args, sources)
-        for item, doc, error in process(nlp, docs, args.batch_size):
+        progress = _progress(args, files)
+        for item, doc, error in process(nlp, files, args.batch_size):
+            docs_read += 1
             if progress is not None:
                 progress.update(1)
             if error is not None:
@@ -153,6 +158,8 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
             sink.close()
         if out is not None and out is not sys.stdout:
             out.close()
+    if not docs_read:
+        raise CLIError(f"no input documents in {' '.join(args.paths)}")
     if usages:
         _print_llm_usage(usages)
     if failures:
@@ -161,10 +168,34 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     return 0
 
 
-def _progress(args: argparse.Namespace, sources: List[str]):
+def _input_files(paths: List[str]):
+    """The files to read, or one line: missing paths, or nothing we read."""
+    from ..inputs import READ_SUFFIXES, InputError, expand_input_files
+
+    try:
+        files = expand_input_files(paths)
+    except InputError as err:
+        raise CLIError(str(err)) from err
+    if not files:
+        kinds = ", ".join(sorted(READ_SUFFIXES))
+        raise CLIError(f"no input documents in {' '.join(paths)} (read: {kinds})")
+    return files
+
+
+def _file_mode(args: argparse.Namespace) -> int:
+    try:
+        mode = int(args.file_mode, 8)
+    except (TypeError, ValueError) as err:
+        raise CLIError(f"--file-mode takes an octal mode such as 600 or 644, not {args.file_mode!r}") from err
+    if not 0 <= mode <= 0o777:
+        raise CLIError(f"--file-mode takes an octal mode such as 600 or 644, not {args.file_mode!r}")
+    return mode
+
+
+def _progress(args: argparse.Namespace, files: List[Any]):
     if args.no_progress or not sys.stderr.isatty():
         return None
-    if len(sources) < 20 and not any(s.endswith((".jsonl", ".ndjson")) for s in sources):
+    if len(files) < 20 and not any(f.path.endswith((".jsonl", ".ndjson", ".json")) for f in files):
         return None
     from tqdm import tqdm
 
@@ -192,54 +223,37 @@ def _write_records(sink, doc, spans_key: str) -> None:
         raise CLIError(str(err)) from err
 
 
-def _open_output(path: Optional[str]) -> TextIO:
+def _open_output(path: Optional[str], mode: int) -> TextIO:
+    """The output file, created with ``mode`` (owner-only by default: it holds note text)."""
     if path is None:
         return sys.stdout
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return open(path, "w", encoding="utf-8")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
+        return os.fdopen(fd, "w", encoding="utf-8")
     except OSError as err:
         raise CLIError(f"cannot write {path}: {err.strerror or err}") from err
 
 
-def process(nlp, items: Iterable, batch_size: int) -> Iterator[Tuple[Any, Any, Optional[str]]]:
-    """Yield ``(item, doc, error)``; a document that fails is reported, its batch goes on."""
-    iterator = iter(items)
-    while True:
-        batch = list(islice(iterator, max(1, batch_size)))
-        if not batch:
-            return
-        readable = [item for item in batch if item.error is None]
-        for item in batch:
-            if item.error is not None:
-                yield item, None, item.error
-        try:
-            docs = list(nlp.pipe([_with_id(nlp, item) for item in readable], batch_size=batch_size))
-            yield from ((item, doc, None) for item, doc in zip(readable, docs))
-        except Exception:
-            for item in readable:  # find the bad one(s); keep the rest
-                try:
-                    yield item, nlp(_with_id(nlp, item)), None
-                except Exception as err:
-                    yield item, None, f"{type(err).__name__}: {err}"
+def process(nlp, files: Iterable[Any], batch_size: int) -> Iterator[Tuple[Any, Any, Optional[str]]]:
+    """Yield ``(item, doc, error)`` with the corpus runs' own processing and error handling."""
+    from ..corpus.processing import process_items
+    from ..inputs import read_file
 
-
-def _with_id(nlp, item):
-    from ..attrs import register_extensions
-
-    register_extensions()
-    doc = nlp.make_doc(item.text)
-    doc._.doc_id = item.id
-    return doc
+    docs = (doc for file in files for doc in read_file(file))
+    yield from process_items(nlp, docs, batch_size=batch_size)
 
 
 def write_doc(out: TextIO, fmt: str, doc_id: str, doc, spans_key: str) -> None:
-    from ..records import doc_to_record
+    from ..corpus.output import record_line
 
-    record = doc_to_record(doc, spans_key, doc_id=doc_id)
+    line = record_line(doc, doc_id, spans_key)
     if fmt == "jsonl":
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        out.write(line)
         return
+    record = json.loads(line)
     out.write(f"# {doc_id}: {len(record['chunks'])} chunks\n")
     for chunk in record["chunks"]:
         extras = {k: v for k, v in chunk.items() if k not in ("text", "start", "end") and not isinstance(v, (list, dict))}
@@ -258,7 +272,7 @@ def _print_llm_usage(usages: List[Dict[str, Any]]) -> None:
 
 def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     """``--engine local|ray``: sharded, resumable corpus run into the ``--output`` directory."""
-    from ..corpus import DEFAULT_SHARD_SIZE, CorpusError, run_corpus
+    from ..corpus import DEFAULT_SHARD_SIZE, DEFAULT_SPLIT_BYTES, CorpusError, CorpusOptions, RayOptions, run_corpus
 
     if not args.output:
         raise CLIError("--engine needs --output OUT_DIR")
@@ -266,7 +280,19 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         raise CLIError("corpus runs write --format jsonl or docbin")
     if args.paths == ["-"] or "-" in args.paths:
         raise CLIError("corpus runs read files, directories or globs, not stdin")
+    _input_files(args.paths)
     workers = args.workers if args.workers is not None else (2 if args.engine == "ray" else 1)
+    options = CorpusOptions(
+        batch_size=args.batch_size,
+        fmt=args.format or "jsonl",
+        spans_key=args.spans_key,
+        shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
+        split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES,
+        resume=not args.no_resume,
+        file_mode=_file_mode(args),
+    )
+    ray = RayOptions(args.ray_address, args.cpus_per_worker, args.gpus_per_worker, args.connect_timeout)
+    bar = ShardProgress(enabled=not args.no_progress and sys.stderr.isatty())
     try:
         result = run_corpus(
             resolve_source(args),
@@ -274,23 +300,19 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
             args.output,
             engine=args.engine,
             workers=workers,
-            batch_size=args.batch_size,
-            fmt=args.format or "jsonl",
-            spans_key=args.spans_key,
-            shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
-            resume=not args.no_resume,
             overrides=parse_overrides(extra),
             lang=args.lang,
             stage_settings=stage_overrides(args),
             code=args.code,
             max_length=args.max_length,
-            ray_address=args.ray_address,
-            cpus_per_worker=args.cpus_per_worker,
-            gpus_per_worker=args.gpus_per_worker,
-            connect_timeout=args.connect_timeout,
+            options=options,
+            ray=ray,
+            on_progress=bar.update,
         )
     except CorpusError as err:
         raise CLIError(str(err)) from err
+    finally:
+        bar.close()
     print(
         f"{result.docs} docs in {len(result.processed)} shards ({len(result.skipped)} already done), "
         f"{result.errors} errors, {result.seconds:.1f} s -> {result.output_dir}",
@@ -300,3 +322,27 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         print(f"error: {result.errors} document(s) failed; see {result.output_dir / 'errors.jsonl'}", file=sys.stderr)
         return 1
     return 0
+
+
+class ShardProgress:
+    """A tqdm bar over shards (total and ETA) with the document count, on a terminal only."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar = None
+
+    def update(self, progress) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            # the first call comes before any work: the bar (and its ETA) covers this run's shards
+            self.bar = tqdm(total=progress.shards_total - progress.shards_done, unit="shard", desc="corpus", file=sys.stderr)
+        else:
+            self.bar.update(1)
+        self.bar.set_postfix(docs=progress.docs, errors=progress.errors, refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -1,0 +1,387 @@
+"""The output directory of a corpus run: shard files, error shards and the manifest.
+
+Layout::
+
+    OUT/manifest.json            config hash, versions, per-shard counts and timings, runs
+    OUT/shards/<name>.jsonl      one record per document (or <name>.spacy, a DocBin)
+    OUT/errors/<name>.jsonl      documents of that shard that could not be read or processed
+    OUT/errors.jsonl             every error of the run's shards, rebuilt at the end of a run
+
+Workers write shard and error files (:class:`ShardFiles`); only the driver writes the
+manifest (:class:`CorpusOutput`). Every file is written to a temporary name, synced and
+renamed into place, owner-only (0600) unless ``file_mode`` says otherwise: shards hold
+clinical text.
+"""
+import errno
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Union
+
+from .. import __version__
+from .shards import Shard
+from .spec import CorpusError
+
+logger = logging.getLogger("spacy_clinchunk")
+
+MANIFEST = "manifest.json"
+SHARDS_DIR = "shards"
+ERRORS_DIR = "errors"
+ERRORS_FILE = "errors.jsonl"
+LOCK_FILE = ".lock"
+MANIFEST_VERSION = 1
+DEFAULT_FILE_MODE = 0o600
+# errors that mean "the output disk cannot take more", not a bug
+DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+
+
+def record_line(doc, doc_id: str, spans_key: str) -> str:
+    """One JSON line for one document: the single serialization of CLI and corpus records."""
+    from ..records import doc_to_record
+
+    return json.dumps(doc_to_record(doc, spans_key, doc_id=doc_id), ensure_ascii=False) + "\n"
+
+
+class ShardWriter:
+    """One output format: ``add`` each document in order, then ``close`` writes what is left."""
+
+    suffix = ""
+    binary = False
+
+    def __init__(self, handle: IO, spans_key: str) -> None:
+        self.handle = handle
+        self.spans_key = spans_key
+
+    def add(self, doc, doc_id: str) -> int:
+        """Write (or collect) one document; returns its number of chunks."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def chunks(self, doc) -> int:
+        return len(doc.spans[self.spans_key]) if self.spans_key in doc.spans else 0
+
+
+class JsonlWriter(ShardWriter):
+    """Streams one JSON record per document into the shard file."""
+
+    suffix = ".jsonl"
+
+    def add(self, doc, doc_id: str) -> int:
+        self.handle.write(record_line(doc, doc_id, self.spans_key))
+        return self.chunks(doc)
+
+
+class DocBinWriter(ShardWriter):
+    """Collects the shard's docs (span groups and extension values) into one ``DocBin``."""
+
+    suffix = ".spacy"
+    binary = True
+
+    def __init__(self, handle: IO, spans_key: str) -> None:
+        from spacy.tokens import DocBin
+
+        super().__init__(handle, spans_key)
+        self.docbin = DocBin(store_user_data=True)
+
+    def add(self, doc, doc_id: str) -> int:
+        self.docbin.add(doc)
+        return self.chunks(doc)
+
+    def close(self) -> None:
+        self.handle.write(self.docbin.to_bytes())
+
+
+# format name -> shard writer; a new output format is one ShardWriter class and one entry here
+FORMAT_WRITERS: Dict[str, type] = {"jsonl": JsonlWriter, "docbin": DocBinWriter}
+FORMATS = tuple(FORMAT_WRITERS)
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """What a worker needs to write a shard: directory, format, span group, hash, file mode."""
+
+    path: str
+    fmt: str
+    spans_key: str
+    config_hash: str
+    file_mode: int = DEFAULT_FILE_MODE
+
+    def output_path(self, name: str) -> Path:
+        return Path(self.path) / SHARDS_DIR / f"{name}{FORMAT_WRITERS[self.fmt].suffix}"
+
+    def errors_path(self, name: str) -> Path:
+        return Path(self.path) / ERRORS_DIR / f"{name}.jsonl"
+
+
+def disk_error(path: Union[str, Path], err: OSError) -> CorpusError:
+    """One clear line for a write that failed, naming the file and what to do."""
+    reason = err.strerror or str(err)
+    if err.errno in DISK_ERRORS:
+        return CorpusError(
+            f"cannot write {path}: {reason}; finished shards are intact, free space and rerun to resume"
+        )
+    return CorpusError(f"cannot write {path}: {reason}")
+
+
+class AtomicFile:
+    """A file written under a temporary name, synced, then renamed into place with ``mode``."""
+
+    def __init__(self, path: Path, mode: int, binary: bool = False) -> None:
+        self.path = path
+        self.tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, mode)  # exactly ``mode``, whatever the umask
+        except OSError as err:
+            raise disk_error(path, err) from err
+        self.handle = os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"}))
+
+    def commit(self) -> None:
+        try:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            self.handle.close()
+            os.replace(self.tmp, self.path)
+        except OSError as err:
+            self.abort()
+            raise disk_error(self.path, err) from err
+
+    def abort(self) -> None:
+        try:
+            self.handle.close()
+        except OSError:
+            pass
+        try:
+            self.tmp.unlink()
+        except OSError:
+            pass
+
+
+def write_atomic(path: Path, mode: int, write: Callable[[IO], None], binary: bool = False) -> None:
+    file = AtomicFile(path, mode, binary)
+    try:
+        write(file.handle)
+    except OSError as err:
+        file.abort()
+        raise disk_error(path, err) from err
+    except BaseException:
+        file.abort()
+        raise
+    file.commit()
+
+
+class ShardFiles:
+    """A worker's output for one shard: records streamed in order, errors beside them."""
+
+    def __init__(self, out: OutputSpec, shard: Shard) -> None:
+        self.out = out
+        self.shard = shard
+        self.fingerprint = shard.fingerprint()
+        self.started = time.time()
+        self.cpu_started = time.process_time()
+        writer = FORMAT_WRITERS[out.fmt]
+        self.file = AtomicFile(out.output_path(shard.name), out.file_mode, writer.binary)
+        self.writer = writer(self.file.handle, out.spans_key)
+        self.errors: List[Dict[str, Any]] = []
+        self.docs = 0
+        self.chunks = 0
+        self.seq = 0
+
+    def add(self, doc_id: str, source: str, doc, error: Optional[str]) -> None:
+        try:
+            if error is not None:
+                self.errors.append(
+                    {"id": doc_id, "source": source, "shard": self.shard.name, "seq": self.seq, "error": error}
+                )
+            else:
+                self.chunks += self.writer.add(doc, doc_id)
+                self.docs += 1
+        except OSError as err:
+            self.file.abort()
+            raise disk_error(self.file.path, err) from err
+        self.seq += 1
+
+    def abort(self) -> None:
+        self.file.abort()
+
+    def commit(self) -> Dict[str, Any]:
+        """Make the shard durable (errors first, then the shard) and return its manifest entry."""
+        errors_file = self.out.errors_path(self.shard.name)
+        try:
+            if self.errors:
+                lines = [json.dumps(e, ensure_ascii=False) + "\n" for e in self.errors]
+                write_atomic(errors_file, self.out.file_mode, lambda out: out.writelines(lines))
+            elif errors_file.exists():
+                errors_file.unlink()
+            self.writer.close()
+        except OSError as err:
+            self.file.abort()
+            raise disk_error(errors_file, err) from err
+        except CorpusError:
+            self.file.abort()
+            raise
+        self.file.commit()
+        root = Path(self.out.path)
+        return {
+            "inputs": self.shard.sources,
+            **({"range": [self.shard.start, self.shard.end]} if self.shard.end is not None else {}),
+            "fingerprint": self.fingerprint,
+            "config_hash": self.out.config_hash,
+            "format": self.out.fmt,
+            "output": self.out.output_path(self.shard.name).relative_to(root).as_posix(),
+            "errors_file": errors_file.relative_to(root).as_posix() if self.errors else None,
+            "docs": self.docs,
+            "chunks": self.chunks,
+            "errors": len(self.errors),
+            "seconds": round(time.time() - self.started, 3),
+            "cpu_seconds": round(time.process_time() - self.cpu_started, 3),  # of the worker process
+            "finished": _now(),
+        }
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def dir_mode(file_mode: int) -> int:
+    """Directory mode for a file mode: search permission wherever read permission is given."""
+    return file_mode | ((file_mode & 0o444) >> 2)
+
+
+def check_output_dir(path: Union[str, Path], file_mode: int = DEFAULT_FILE_MODE) -> None:
+    """Create the output layout and prove it writable, before any pipeline or worker starts."""
+    path = Path(path)
+    try:
+        for folder in (path, path / SHARDS_DIR, path / ERRORS_DIR):
+            folder.mkdir(mode=dir_mode(file_mode), parents=True, exist_ok=True)
+        probe = path / f".write-probe-{os.getpid()}"
+        probe.write_text("ok", encoding="utf-8")
+        probe.unlink()
+    except OSError as err:
+        raise CorpusError(f"output directory {path} is not writable: {err.strerror or err}") from err
+
+
+def remove_leftovers(path: Union[str, Path]) -> List[str]:
+    """Delete temporary files a killed run left behind (only one run writes a directory)."""
+    removed = []
+    for folder in (Path(path), Path(path) / SHARDS_DIR, Path(path) / ERRORS_DIR):
+        for tmp in folder.glob(".*.tmp"):
+            try:
+                tmp.unlink()
+                removed.append(tmp.name)
+            except OSError:
+                pass
+    if removed:
+        logger.info("removed %d temporary files of an interrupted run", len(removed))
+    return removed
+
+
+class OutputLock:
+    """An exclusive lock on the output directory, so two runs never interleave their writes."""
+
+    def __init__(self, path: Union[str, Path], file_mode: int = DEFAULT_FILE_MODE) -> None:
+        self.file = Path(path) / LOCK_FILE
+        self.fd: Optional[int] = None
+        self.mode = file_mode
+
+    def __enter__(self) -> "OutputLock":
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock
+            return self
+        self.fd = os.open(self.file, os.O_RDWR | os.O_CREAT, self.mode)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(self.fd)
+            self.fd = None
+            raise CorpusError(f"another corpus run is writing to {self.file.parent}") from err
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing releases the lock
+            self.fd = None
+
+
+class CorpusOutput:
+    """The driver's side of the output directory: the manifest and the run's totals."""
+
+    def __init__(self, out: OutputSpec, source: str) -> None:
+        self.spec = out
+        self.path = Path(out.path)
+        self.manifest = self._load_manifest()
+        self.manifest.update(
+            {
+                "manifest_version": MANIFEST_VERSION,
+                "package": "spacy-clinchunk",
+                "package_version": __version__,
+                "spacy_version": _spacy_version(),
+                "config_hash": out.config_hash,
+                "pipeline": source,
+                "format": out.fmt,
+                "spans_key": out.spans_key,
+            }
+        )
+        self.manifest.setdefault("shards", {})
+        self.manifest.setdefault("runs", [])
+
+    def _load_manifest(self) -> Dict[str, Any]:
+        file = self.path / MANIFEST
+        if not file.is_file():
+            return {}
+        try:
+            manifest = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            logger.warning("ignoring unreadable manifest %s (%s); every shard will be processed", file, err)
+            return {}
+        return manifest if isinstance(manifest, dict) else {}
+
+    def is_finished(self, shard: Shard) -> bool:
+        entry = self.manifest["shards"].get(shard.name)
+        if not entry or entry.get("config_hash") != self.spec.config_hash or entry.get("format") != self.spec.fmt:
+            return False
+        if entry.get("fingerprint") != shard.fingerprint() or not self.spec.output_path(shard.name).is_file():
+            return False
+        return not entry.get("errors") or self.spec.errors_path(shard.name).is_file()
+
+    def record(self, name: str, entry: Dict[str, Any]) -> None:
+        """Enter a finished shard (already durable on disk) in the manifest."""
+        self.manifest["shards"][name] = entry
+        self.save()
+        logger.info("shard %s: %d docs, %d errors", name, entry["docs"], entry["errors"])
+
+    def save(self) -> None:
+        text = json.dumps(self.manifest, indent=1, ensure_ascii=False)
+        write_atomic(self.path / MANIFEST, self.spec.file_mode, lambda out: out.write(text))
+
+    def finish(self, shards: Sequence[Shard], run: Dict[str, Any]) -> None:
+        """Rebuild ``errors.jsonl`` and the totals over the current shards; record the run."""
+        entries = [e for e in (self.manifest["shards"].get(s.name) for s in shards) if e]
+        lines: List[str] = []
+        for shard in shards:
+            file = self.spec.errors_path(shard.name)
+            if file.is_file():
+                lines.extend(file.read_text(encoding="utf-8").splitlines(keepends=True))
+        write_atomic(self.path / ERRORS_FILE, self.spec.file_mode, lambda out: out.writelines(lines))
+        self.manifest["totals"] = {
+            "shards": len(entries),
+            "docs": sum(e["docs"] for e in entries),
+            "chunks": sum(e["chunks"] for e in entries),
+            "errors": sum(e["errors"] for e in entries),
+        }
+        self.manifest["runs"].append(run)
+        self.save()
+
+
+def _spacy_version() -> str:
+    import spacy
+
+    return spacy.__version__

@@ -1,0 +1,89 @@
+"""Per-document processing and error handling, shared by corpus workers and the CLI.
+
+One failing document never stops a batch: unreadable inputs, notes longer than
+``nlp.max_length`` and component errors each become an error for that document.
+"""
+from collections import deque
+from typing import Any, Deque, Dict, Iterable, Iterator, Optional, Tuple
+
+from ..inputs import InputDoc
+
+# doc.user_data key where the corpus error handler records a component's failure
+ERROR_MARK = "clinchunk_error"
+
+_last_error: Dict[str, str] = {}
+
+
+def record_component_error(proc_name, proc, docs, err) -> None:
+    """Error handler: note the failure on the doc and keep the batch going.
+
+    Components that catch their own errors (ours) return the doc, which then carries
+    the mark; components that drop the doc after the handler are found missing later.
+    """
+    message = f"{proc_name or 'pipeline'}: {type(err).__name__}: {err}"
+    _last_error["message"] = message
+    for doc in docs or ():
+        if doc is not None and ERROR_MARK not in doc.user_data:
+            doc.user_data[ERROR_MARK] = message
+
+
+def make_doc(nlp, item: InputDoc):
+    """A tokenized doc carrying the document's id and source, or a clear length error."""
+    if len(item.text) > nlp.max_length:
+        raise ValueError(
+            f"document has {len(item.text):,} characters, more than max_length {nlp.max_length:,}; "
+            f"raise it with --max-length (max_length= in run_corpus)"
+        )
+    doc = nlp.make_doc(item.text)
+    doc._.doc_id = item.id
+    doc._.source = item.source
+    return doc
+
+
+def process_items(nlp, items: Iterable[InputDoc], batch_size: int = 64) -> Iterator[Tuple[InputDoc, Any, Optional[str]]]:
+    """Yield ``(item, doc, error)`` in input order; exactly one of ``doc`` and ``error`` is set.
+
+    Items that arrive with an ``error`` (unreadable input) or whose :func:`make_doc` fails
+    are reported without entering the pipeline. A doc a component drops is rerun alone to
+    recover the error message.
+    """
+    pending: Deque[Tuple[int, InputDoc, Optional[str]]] = deque()
+
+    def feed() -> Iterator[Tuple[Any, int]]:
+        for index, item in enumerate(items):
+            if item.error is not None:
+                pending.append((index, item, item.error))
+                continue
+            try:
+                doc = make_doc(nlp, item)
+            except Exception as err:
+                pending.append((index, item, f"{type(err).__name__}: {err}"))
+                continue
+            pending.append((index, item, None))
+            yield doc, index
+
+    def settle(upto: Optional[int]) -> Iterator[Tuple[InputDoc, Any, Optional[str]]]:
+        while pending and (upto is None or pending[0][0] != upto):
+            _, item, error = pending.popleft()
+            yield (item, None, error) if error is not None else rerun_alone(nlp, item)
+
+    for doc, index in nlp.pipe(feed(), as_tuples=True, batch_size=max(1, batch_size)):
+        yield from settle(index)
+        _, item, _ = pending.popleft()
+        error = doc.user_data.get(ERROR_MARK)
+        yield item, (None if error else doc), error
+    yield from settle(None)
+
+
+def rerun_alone(nlp, item: InputDoc) -> Tuple[InputDoc, Any, Optional[str]]:
+    """Run one document alone: the doc, or why a component dropped it."""
+    _last_error.pop("message", None)
+    try:
+        docs = list(nlp.pipe([make_doc(nlp, item)]))
+    except Exception as err:
+        return item, None, f"{type(err).__name__}: {err}"
+    if docs and ERROR_MARK not in docs[0].user_data:
+        return item, docs[0], None
+    if docs:
+        return item, None, docs[0].user_data[ERROR_MARK]
+    return item, None, _last_error.get("message", "document dropped by the pipeline")

@@ -1,0 +1,188 @@
+"""``run_corpus``: plan shards, skip finished ones, dispatch to an engine, record the run."""
+import logging
+import time
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+from .. import attrs
+from .local import MAX_ATTEMPTS, run_in_driver, run_pool
+from .output import (
+    DEFAULT_FILE_MODE,
+    FORMATS,
+    CorpusOutput,
+    OutputLock,
+    OutputSpec,
+    check_output_dir,
+    remove_leftovers,
+)
+from .ray_engine import RayOptions
+from .shards import DEFAULT_SHARD_SIZE, DEFAULT_SPLIT_BYTES, Shard, plan_shards
+from .spec import CorpusError, load_spec
+
+logger = logging.getLogger("spacy_clinchunk")
+
+ENGINES = ("local", "ray")
+
+
+@dataclass
+class CorpusOptions:
+    """How a corpus is read, batched and written (the same for every engine)."""
+
+    batch_size: int = 64  # documents per nlp.pipe batch inside a worker
+    fmt: str = "jsonl"  # output format: jsonl | docbin
+    spans_key: str = attrs.CHUNKS_KEY
+    shard_size: int = DEFAULT_SHARD_SIZE  # .txt files per shard
+    split_bytes: int = DEFAULT_SPLIT_BYTES  # JSONL files larger than this are split into sub-shards
+    resume: bool = True  # skip shards finished with the same config and inputs
+    file_mode: int = DEFAULT_FILE_MODE  # of every file written; 0o600: owner-only (clinical text)
+
+
+@dataclass
+class Progress:
+    """What a progress callback gets after each shard: shards and documents so far."""
+
+    shards_done: int
+    shards_total: int
+    docs: int
+    errors: int
+
+
+@dataclass
+class CorpusRun:
+    """What :func:`run_corpus` did: shards written and skipped, counts and the manifest."""
+
+    output_dir: Path
+    processed: List[str]
+    skipped: List[str]
+    docs: int
+    errors: int
+    seconds: float
+    manifest: Dict[str, Any]
+    worker_stats: Dict[str, Any] = field(default_factory=dict)
+    startup_seconds: float = 0.0
+
+    @property
+    def docs_per_second(self) -> float:
+        return self.docs / self.seconds if self.seconds > 0 else 0.0
+
+
+def make_options(options: Optional[CorpusOptions], settings: Dict[str, Any]) -> CorpusOptions:
+    """``options`` with keyword ``settings`` (``fmt="docbin"``, ``batch_size=16``) applied."""
+    known = {f.name for f in fields(CorpusOptions)}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise CorpusError(f"unknown corpus setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    merged = replace(options or CorpusOptions(), **settings)
+    if merged.fmt not in FORMATS:
+        raise CorpusError(f"unknown format '{merged.fmt}'; choose {' or '.join(FORMATS)}")
+    return merged
+
+
+def run_corpus(
+    config_or_path: Union[str, Path],
+    inputs: Union[str, Path, Sequence[Union[str, Path]]],
+    output_dir: Union[str, Path],
+    engine: str = "local",
+    *,
+    workers: int = 1,
+    overrides: Optional[Dict[str, Any]] = None,
+    lang: Optional[str] = None,
+    stage_settings: Optional[Dict[str, Any]] = None,
+    code: Optional[str] = None,
+    max_length: Optional[int] = None,
+    options: Optional[CorpusOptions] = None,
+    ray: Optional[RayOptions] = None,
+    on_progress: Optional[Callable[[Progress], None]] = None,
+    **settings: Any,
+) -> CorpusRun:
+    """Chunk a corpus into ``output_dir``: one output shard per input shard, plus a manifest.
+
+    ``config_or_path``: a ``.cfg`` file, a saved pipeline directory or a strategy name; the
+    pipeline settings (``overrides`` ... ``max_length``) are those of ``load_pipeline``.
+    ``engine="local"`` runs ``workers`` spawned processes (one: the calling process);
+    ``engine="ray"`` runs ``workers`` Ray actors set up by ``ray`` (:class:`RayOptions`).
+    Fields of :class:`CorpusOptions` may be given as keywords (``fmt="docbin"``).
+    """
+    opts = make_options(options, settings)
+    if engine not in ENGINES:
+        raise CorpusError(f"unknown engine '{engine}'; choose {' or '.join(ENGINES)}")
+    if int(workers) < 1:
+        raise CorpusError("workers must be at least 1")
+    started = time.time()
+    check_output_dir(output_dir, opts.file_mode)
+    shards = plan_shards(inputs, opts.shard_size, opts.split_bytes)
+    loading = time.time()
+    nlp, spec, config_hash = load_spec(config_or_path, overrides, lang, stage_settings, code, max_length)
+    load_seconds = round(time.time() - loading, 3)
+    out = OutputSpec(str(Path(output_dir).resolve()), opts.fmt, opts.spans_key, config_hash, opts.file_mode)
+    with OutputLock(out.path, opts.file_mode):
+        remove_leftovers(out.path)
+        output = CorpusOutput(out, spec.source)
+        todo = [s for s in shards if not (opts.resume and output.is_finished(s))]
+        skipped = [s.name for s in shards if s not in todo]
+        logger.info("corpus: %d shards, %d to process, %d already done", len(shards), len(todo), len(skipped))
+        counts = {"docs": 0, "errors": 0, "shards": len(skipped)}
+
+        def on_entry(name: str, entry: Dict[str, Any]) -> None:
+            output.record(name, entry)
+            counts["docs"] += entry["docs"]
+            counts["errors"] += entry["errors"]
+            counts["shards"] += 1
+            if on_progress is not None:
+                on_progress(Progress(counts["shards"], len(shards), counts["docs"], counts["errors"]))
+
+        if on_progress is not None:
+            on_progress(Progress(counts["shards"], len(shards), 0, 0))
+        stats = _dispatch(engine, nlp, spec, schedule(todo), out, int(workers), opts, ray or RayOptions(), on_entry)
+        seconds = time.time() - started
+        run = {
+            "engine": engine,
+            "workers": int(workers),
+            "batch_size": opts.batch_size,
+            "started": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
+            "seconds": round(seconds, 3),
+            "load_seconds": load_seconds,  # the driver's own pipeline (a check before any worker starts)
+            "startup_seconds": stats.get("startup_seconds", 0.0),  # workers started, each with its pipeline
+            "shards_processed": len(todo),
+            "shards_skipped": len(skipped),
+            "docs": counts["docs"],
+            "errors": counts["errors"],
+            "docs_per_second": round(counts["docs"] / seconds, 2) if seconds > 0 else None,
+            "workers_stats": stats.get("workers", {}),
+        }
+        output.finish(shards, run)
+    if stats.get("lost"):
+        raise CorpusError(
+            f"shard(s) {', '.join(stats['lost'])} not written: their worker died {MAX_ATTEMPTS} times "
+            f"(out of memory on a huge note?); rerun to retry them"
+        )
+    return CorpusRun(
+        output_dir=Path(out.path),
+        processed=[s.name for s in todo],
+        skipped=skipped,
+        docs=counts["docs"],
+        errors=counts["errors"],
+        seconds=seconds,
+        manifest=output.manifest,
+        worker_stats=stats.get("workers", {}),
+        startup_seconds=stats.get("startup_seconds", 0.0),
+    )
+
+
+def schedule(shards: Sequence[Shard]) -> List[Shard]:
+    """Largest shards first, so a big one does not start last and hold up the end of the run."""
+    return sorted(shards, key=lambda s: -s.size())
+
+
+def _dispatch(engine, nlp, spec, shards, out, workers, opts, ray_options, on_entry) -> Dict[str, Any]:
+    if not shards:
+        return {}
+    if engine == "ray":
+        from .ray_engine import run_ray
+
+        return run_ray(spec, shards, out, workers, opts.batch_size, ray_options, on_entry)
+    if workers == 1:
+        return run_in_driver(nlp, shards, out, opts.batch_size, on_entry)
+    return run_pool(spec, shards, out, workers, opts.batch_size, on_entry)
