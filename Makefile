@@ -17,7 +17,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-test run test test-matrix bench bench-all clean check-python
+.PHONY: install install-test run test test-matrix test-transformers bench bench-all clean check-python
 
 check-python:
 	@test -n "$(PYTHON_BIN)" || { echo "error: no interpreter '$(PYTHON)' (PATH or pyenv)"; exit 1; }
@@ -32,8 +32,9 @@ $(VENV)/.installed: setup.cfg pyproject.toml $(CONSTRAINTS) | check-python
 	$(PIP) install -q -c $(CONSTRAINTS) -e ".[all]"
 	touch $@
 
+TEST_EXTRAS ?= all,test,ray,chroma,docs,parquet,datasets,langchain,llamaindex,browser
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -q -c $(CONSTRAINTS) -e ".[all,test,ray,chroma]"
+	$(PIP) install -q -c $(CONSTRAINTS) -e ".[$(TEST_EXTRAS)]"
 	touch $@
 
 # The matrix subset (.ci/run on 3.12/3.13): core extras only, tests marked `matrix`.
@@ -42,6 +43,16 @@ $(VENV)/.installed-matrix: setup.cfg pyproject.toml $(CONSTRAINTS) | check-pytho
 	$(PYTHON_BIN) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -c $(CONSTRAINTS) -e ".[$(MATRIX_EXTRAS)]"
+	touch $@
+
+# The [transformers] extra pins transformers older than the main set: its own venv and pins.
+TRF_VENV ?= .venv-trf-py$(PYVER)
+TRF_CONSTRAINTS ?= constraints/transformers-py$(PYVER).txt
+$(TRF_VENV)/.installed: setup.cfg pyproject.toml $(TRF_CONSTRAINTS) | check-python
+	$(PYTHON_BIN) -m venv $(TRF_VENV)
+	$(TRF_VENV)/bin/pip install -q --upgrade pip
+	$(TRF_VENV)/bin/pip install -q torch==2.13.0 -c $(TRF_CONSTRAINTS)
+	$(TRF_VENV)/bin/pip install -q -c $(TRF_CONSTRAINTS) -e ".[embed,transformers,test]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -56,6 +67,9 @@ test-matrix: $(VENV)/.installed-matrix
 	CLINCHUNK_MATRIX=1 $(PY) -m pytest -q -p no:cacheprovider -m "matrix and not slow" $(PYTEST_ARGS); \
 	rc=$$?; [ $$rc -ne 5 ] || { echo "no tests collected"; rc=0; }; exit $$rc
 
+test-transformers: $(TRF_VENV)/.installed
+	$(TRF_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_transformer_listener.py $(PYTEST_ARGS)
+
 bench: $(VENV)/.installed-test
 	$(PY) bench/structural.py
 	$(PY) bench/assertion.py
@@ -67,4 +81,4 @@ bench-all: bench
 	$(PY) bench/scale.py
 
 clean:
-	rm -rf .venv .venv-py3.* build dist *.egg-info
+	rm -rf .venv .venv-py3.* .venv-trf-py3.* build dist *.egg-info

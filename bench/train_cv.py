@@ -1,4 +1,4 @@
-"""5-fold cross-validation over documents of the trained span finder (configs/span_finder.cfg).
+"""5-fold cross-validation over documents of the trained span finder (configs/training/span_finder.cfg).
 
     .venv/bin/python bench/train_cv.py [--folds 5] [--epochs 10] [--out /tmp/clinchunk_cv]
 
@@ -46,7 +46,7 @@ def main(argv=None) -> int:
         link_files(held_out, base / "dev")
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "span_finder.cfg"),
+            [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "training" / "span_finder.cfg"),
              "--output", str(base / "model"), "--paths.train", str(base / "train"), "--paths.dev", str(base / "dev"),
              "--training.max_epochs", str(args.epochs)],
             check=True,

@@ -87,20 +87,21 @@ def resolve(python: str, install: bool, wanted: List[str], keep: Optional[Path] 
         pip = [str(venv / "bin" / "python"), "-m", "pip"]
         _run(pip + ["install", "-q", "--upgrade", "pip"])
         target = f"{ROOT}[{','.join(wanted)}]"
+        held_args: List[str] = []
         if keep is not None and keep.is_file():
             held = Path(tmp) / "held.txt"
             lines = [line for line in keep.read_text(encoding="utf-8").splitlines()
                      if "==" in line and _name(line) not in {_name(u + "==") for u in unpinned}]
             held.write_text("\n".join(lines) + "\n", encoding="utf-8")
-            pip += ["-c", str(held)]
+            held_args = ["-c", str(held)]
         if install:
-            _run(pip + ["install", "-q", TORCH])
-            _run(pip + ["install", "-q", target])
+            _run(pip + ["install", "-q", *held_args, TORCH])
+            _run(pip + ["install", "-q", *held_args, target])
             frozen = subprocess.run(pip + ["freeze", "--exclude-editable"], capture_output=True, text=True, check=True)
             pins = dict(line.split("==", 1) for line in frozen.stdout.splitlines() if "==" in line)
         else:
             report = Path(tmp) / "report.json"
-            _run(pip + ["install", "-q", "--dry-run", "--ignore-installed", "--report", str(report), TORCH, target])
+            _run(pip + ["install", "-q", *held_args, "--dry-run", "--ignore-installed", "--report", str(report), TORCH, target])
             data = json.loads(report.read_text(encoding="utf-8"))
             pins = {item["metadata"]["name"]: item["metadata"]["version"] for item in data["install"]}
     return {name: version for name, version in pins.items() if name.lower() not in OWN}

@@ -1,4 +1,4 @@
-"""configs/span_finder.cfg trains with `python -m spacy train` from annotated documents."""
+"""configs/training/span_finder.cfg trains with `python -m spacy train` from annotated documents."""
 import subprocess
 import sys
 
@@ -17,7 +17,7 @@ def test_span_finder_config_trains_and_predicts_exact_spans(tmp_path):
         for file in part:
             (tmp_path / name / file.name).symlink_to(file.resolve())
     subprocess.run(
-        [sys.executable, "-m", "spacy", "train", str(CONFIG_DIR / "span_finder.cfg"), "--output", str(tmp_path / "out"),
+        [sys.executable, "-m", "spacy", "train", str(CONFIG_DIR / "training" / "span_finder.cfg"), "--output", str(tmp_path / "out"),
          "--paths.train", str(tmp_path / "train"), "--paths.dev", str(tmp_path / "dev"), "--training.max_epochs", "2"],
         check=True, capture_output=True,
     )
