@@ -36,6 +36,7 @@ first doc, never in the constructor.
 """
 
 import copy
+import json
 import logging
 import re
 from bisect import bisect_left, bisect_right

@@ -130,6 +130,19 @@ def run_python(example: Example) -> str:
     return out.getvalue()
 
 
+BENCH_SCRIPT = re.compile(r"\bbench/(\w+)\.py\b")
+
+
+def run_bench_commands(example: Example) -> None:
+    """A block that runs a benchmark is a measurement, not an example (minutes of CPU): each
+    script it names must exist and accept its command line (``--help`` runs nothing)."""
+    for name in BENCH_SCRIPT.findall(example.code):
+        script = ROOT / "bench" / f"{name}.py"
+        assert script.is_file(), f"{example.id}: no such benchmark {script.relative_to(ROOT)}"
+        done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{example.id}: bench/{name}.py --help failed:\n{done.stderr[-2000:]}"
+
+
 def run_bash(example: Example, cwd: Path) -> str:
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -144,6 +157,9 @@ def run_bash(example: Example, cwd: Path) -> str:
 
 @pytest.mark.parametrize("example", [_param(e) for e in EXAMPLES])
 def test_example_runs_and_prints_what_the_page_shows(example: Example, workdir):
+    if example.lang == "bash" and BENCH_SCRIPT.search(example.code):
+        run_bench_commands(example)
+        return
     printed = run_python(example) if example.lang == "python" else run_bash(example, workdir)
     if example.expected is not None:
         assert normalized(printed) == normalized(example.expected), example.id
