@@ -108,7 +108,7 @@ def workdir(tmp_path, monkeypatch):
     """A scratch checkout: configs/, resources/ and ../shared resolve as in the repository."""
     work = tmp_path / "work"
     work.mkdir()
-    for name in ("configs", "resources"):
+    for name in ("configs", "resources", "scripts", "bench"):
         (work / name).symlink_to(ROOT / name, target_is_directory=True)
     shared = ROOT.parent / "shared"
     if shared.exists():
