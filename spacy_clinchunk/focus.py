@@ -30,7 +30,7 @@ from spacy.tokens import Doc, Span
 from . import attrs
 from .base import ChunkRefiner
 from .coordination import CoordinationRules
-from .resources_io import Override
+from .resources_io import Override, ResourceError
 from .spans import Range, TokenIndex, doc_text
 
 FACTORY = "clin_focus"
@@ -125,6 +125,7 @@ class ClinFocus(ChunkRefiner):
     """
 
     resource_names = RESOURCE_NAMES
+    compiled = ("cue_free_re", "cut_re", "lead_re", "trail_re", "conj_re", "head_re", "modifier", "filler")
 
     def __init__(
         self,
@@ -267,10 +268,12 @@ class ClinFocus(ChunkRefiner):
 
     # -- spaCy API ----------------------------------------------------------
     def __call__(self, doc: Doc) -> Doc:
-        self._raise_pending()
         error_handler = self.get_error_handler()
         try:
+            self.resources  # noqa: B018  (load data errors before touching the doc)
             self._annotate(doc)
+        except ResourceError:
+            raise  # a configuration error, not a problem of this document
         except Exception as err:  # routed like spaCy's own pipes
             error_handler(self.name, self, [doc], err)
         return doc
