@@ -125,7 +125,7 @@ def test_to_chroma_any_group_filters_out_negated_findings(assertion_docs, tmp_pa
         meta = by_id[record["id"]]
         assert (meta["doc_id"], meta["source"], meta["start"], meta["end"]) == (
             record["doc_id"], record["source"], record["start"], record["end"])
-        assert meta["assertion"] == record["assertion"] and meta["section"] == ""
+        assert meta["assertion"] == record["assertion"] and meta["section"] == (record["section"] or "")
     negated = [r for r in records if r["assertion"] == "negated"]
     assert negated and "fever" in negated[0]["text"]
     hits = query_chroma(collection, "fever", embedder, n_results=3)
