@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TextIO, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple, Union
 
 from spacy.tokens import Doc, Span
 
@@ -59,13 +59,21 @@ def chunk_id(doc_id: str, start: int, end: int) -> str:
     return f"{doc_id}:{start}-{end}"
 
 
-def span_attributes(span: Span) -> Dict[str, Any]:
-    """Every package extension attribute the pipeline set on ``span`` (non-default values)."""
+def registered_extensions(skip: Iterable[str] = ()) -> List[Tuple[str, Any]]:
+    """(name, default) of the package's span extensions registered now, less ``skip``."""
+    skipped = set(skip)
+    return [(n, d) for n, d in attrs.SPAN_EXTENSIONS.items() if n not in skipped and Span.has_extension(n)]
+
+
+def span_attributes(span: Span, extensions: Optional[List[Tuple[str, Any]]] = None) -> Dict[str, Any]:
+    """Every package extension attribute the pipeline set on ``span`` (non-default values).
+
+    ``extensions`` (from :func:`registered_extensions`) lets a caller with many spans look
+    the registry up once; ``span._`` is built once per span, not once per attribute."""
     found: Dict[str, Any] = {}
-    for name, default in attrs.SPAN_EXTENSIONS.items():
-        if not Span.has_extension(name):
-            continue
-        value = getattr(span._, name)
+    underscore = span._
+    for name, default in registered_extensions() if extensions is None else extensions:
+        value = getattr(underscore, name)
         if value is not None and value != default:
             found[name] = value
     return found
@@ -89,11 +97,12 @@ def chunk_records(doc: Doc, spans_key: str = attrs.CHUNKS_KEY) -> List[Dict[str,
     source = doc._.source
     seen: Dict[str, int] = {}
     records = []
+    extensions = registered_extensions(skip=_DERIVED)  # derived flags are not record fields
     for index, span in enumerate(span_group(doc, spans_key)):
         base = chunk_id(doc_id, span.start_char, span.end_char)
         repeat = seen.get(base, 0)
         seen[base] = repeat + 1
-        set_values = span_attributes(span)
+        set_values = span_attributes(span, extensions)
         records.append(
             {
                 "id": base if repeat == 0 else f"{base}#{repeat}",

@@ -29,6 +29,15 @@ def sent_nlp():
     return nlp
 
 
+@pytest.fixture(scope="session")
+def assertion_nlp():
+    """The shipped ``assertion`` strategy, loaded once for every module that only runs it
+    (loading it builds medspaCy's ConText and PyRuSH). Tests must not add or remove pipes."""
+    from spacy_clinchunk.export import load_nlp
+
+    return load_nlp("assertion")
+
+
 def chunk_texts(doc, key="clin_chunks"):
     return [s.text for s in doc.spans[key]]
 

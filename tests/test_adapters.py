@@ -3,7 +3,6 @@ import sys
 
 import pytest
 
-from spacy_clinchunk.export import load_nlp
 from spacy_clinchunk.records import RECORD_FIELDS
 
 NOTE = (
@@ -15,8 +14,8 @@ CHUNK_FIELDS = set(RECORD_FIELDS)
 
 
 @pytest.fixture(scope="module")
-def nlp():
-    return load_nlp("assertion")
+def nlp(assertion_nlp):
+    return assertion_nlp
 
 
 def test_adapters_are_not_imported_with_the_package():

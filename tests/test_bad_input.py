@@ -63,8 +63,8 @@ def test_ten_thousand_commas(nlp):
 
 @pytest.mark.slow
 def test_a_line_of_ten_thousand_commas_without_spaces(nlp):
-    """The literal case: ~13 s, all of it in spaCy's tokenizer; the result is defined (no chunk)."""
-    assert run(nlp, "," * 10_000 + "\n") == []
+    """The literal case: ~13 s, all of it in spaCy's tokenizer; the result is defined (the run
+    gives no chunk, its neighbours keep theirs). One run: a second one proves nothing more."""
     assert run(nlp, "Fever.\n" + "," * 10_000 + "\nNo cough.") == ["Fever", "No cough"]
 
 

@@ -1,4 +1,4 @@
-"""``python -m spacy_clinchunk chunk`` end to end, in a subprocess."""
+"""``python -m spacy_clinchunk chunk`` end to end: in-process, and one run on a real terminal in a subprocess."""
 import fcntl
 import json
 import os
@@ -11,6 +11,7 @@ import termios
 
 import pytest
 
+from cli_helpers import run_cli
 from conftest import CONFIG_DIR, EXAMPLE_NOTE, ROOT
 
 CONFIG = str(CONFIG_DIR / "punct_conj_cleaned.cfg")
@@ -18,16 +19,7 @@ SEED = "Patient has arachnodactyly, i.e., long fingers; heart rate is 98.6 bpm."
 
 
 def cli(*args, stdin=None):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONIOENCODING": "utf-8"}
-    return subprocess.run(
-        [sys.executable, "-m", "spacy_clinchunk", "chunk", *map(str, args)],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
-    )
+    return run_cli("chunk", *args, stdin=stdin)
 
 
 def records(stdout):
@@ -188,7 +180,8 @@ def test_max_length_works_without_an_engine(tmp_path):
     assert len(records(done.stdout)[0]["chunks"]) == 75_000
 
 
-def test_corpus_run_shows_a_progress_bar_on_a_terminal_and_one_line_otherwise(corpus, tmp_path):
+def test_in_a_subprocess_a_corpus_run_shows_a_progress_bar_on_a_terminal_and_one_line_otherwise(corpus, tmp_path):
+    """The command's subprocess smoke test: ``python -m``, a real terminal, nothing else on stderr."""
     for k in range(3):
         (corpus / f"part{k}.jsonl").write_text(json.dumps({"id": f"p{k}", "text": SEED}) + "\n", encoding="utf-8")
     base = ["--config", CONFIG, "--engine", "local"]
@@ -212,3 +205,7 @@ def test_corpus_run_shows_a_progress_bar_on_a_terminal_and_one_line_otherwise(co
     assert process.wait(timeout=120) == 0
     text = seen.decode("utf-8", "replace")
     assert "corpus: 100%" in text and "5/5" in text and "docs=5" in text and "5 docs in 5 shards" in text
+    lines = [line for line in text.replace("\r", "\n").splitlines() if line.strip()]
+    assert all(line.lstrip().startswith(("corpus:", "5 docs in 5 shards")) for line in lines), text  # no log noise
+    tty_out = sorted((tmp_path / "tty").glob("*.jsonl"))
+    assert [p.read_bytes() for p in tty_out] == [(tmp_path / "piped" / p.name).read_bytes() for p in tty_out]

@@ -154,3 +154,25 @@ def test_evaluate_cli_reports_unlocated_and_goes_on_after_a_bad_file(corpus, tmp
     strict = main(["evaluate", "--config", str(CONFIG_DIR / "simple.cfg"), "--data", str(corpus), "--unlocated", "error"])
     assert strict == 1 and "1 unlocated annotation(s) (1) and --unlocated error" in capsys.readouterr().err
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
+
+
+def test_convert_and_evaluate_in_a_subprocess(corpus, tmp_path):
+    """The commands' subprocess smoke tests (the rest run in-process): ``python -m``, exit
+    codes, and nothing on stderr but our own lines (no log noise from medspaCy or PyRuSH)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "spacy_clinchunk", *map(str, args)], capture_output=True,
+                              text=True, cwd=ROOT, env=env, timeout=300)
+
+    converted = run("convert", corpus, "--to", "brat", "-o", tmp_path / "brat")
+    assert converted.returncode == 0 and converted.stderr == "", converted.stderr
+    assert "2 converted" in converted.stdout
+    scored = run("evaluate", "--config", CONFIG_DIR / "assertion.cfg", "--data", tmp_path / "brat", "-o", tmp_path / "m.json")
+    assert scored.returncode == 0 and scored.stderr == "", scored.stderr
+    assert json.loads((tmp_path / "m.json").read_text())["corpora"]["brat"]["chunk_docs"] == 2

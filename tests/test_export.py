@@ -4,7 +4,7 @@ import spacy
 
 import spacy_clinchunk
 from spacy_clinchunk.attrs import register_extensions
-from spacy_clinchunk.export import NO_ASSERTION, adapter_metadata, load_nlp, to_chroma, to_records, vector_metadata
+from spacy_clinchunk.export import NO_ASSERTION, adapter_metadata, to_chroma, to_records, vector_metadata
 from spacy_clinchunk.records import RecordError, chunk_records
 
 NOTES = {
@@ -91,8 +91,8 @@ CLINIC = {
 
 
 @pytest.fixture(scope="module")
-def assertion_docs():
-    nlp = load_nlp("assertion")
+def assertion_docs(assertion_nlp):
+    nlp = assertion_nlp
     register_extensions()
     out = []
     for doc_id, text in CLINIC.items():

@@ -1,9 +1,6 @@
 """clin_llm_context: token windows, alignment, LLM context over real loopback HTTP,
 reliability (fallback, breaker, strict), concurrency, cache, budget, serialization."""
-import os
 import random
-import subprocess
-import sys
 import warnings
 
 import pytest
@@ -11,7 +8,8 @@ import spacy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CONFIG_DIR, ROOT
+from cli_helpers import run_cli
+from conftest import CONFIG_DIR
 from llm_server import answer_for, refused_url
 from spacy_clinchunk.llm_context import LLMContextError, clean_context
 from spacy_clinchunk.tokens import count_tokens, get_encoding
@@ -474,16 +472,14 @@ def test_contextual_rag_config_assembles_and_runs(server, tmp_path, monkeypatch)
     assert doc._.llm_usage["calls"] == len(spans)
 
 
-def test_cli_sums_llm_usage(server, tmp_path):
+def test_cli_sums_llm_usage(server, tmp_path, monkeypatch):
     note = tmp_path / "note.txt"
     note.write_text(make_note(30, seed=42))
-    env = {**os.environ, "SPACY_CLINCHUNK_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run(
-        [sys.executable, "-m", "spacy_clinchunk", "chunk", str(note), str(note), "--config",
-         str(CONFIG_DIR / "contextual_rag.cfg"), "--spans-key", KEY, "--format", "jsonl",
-         "--components.clin_llm_context.model.base_url", server.url,
-         "--components.clin_llm_context.chunk_size", "100", "--components.clin_llm_context.chunk_overlap", "20"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT, env=env,
+    monkeypatch.setenv("SPACY_CLINCHUNK_CACHE", str(tmp_path / "cache"))
+    result = run_cli(
+        "chunk", note, note, "--config", CONFIG_DIR / "contextual_rag.cfg", "--spans-key", KEY, "--format", "jsonl",
+        "--components.clin_llm_context.model.base_url", server.url,
+        "--components.clin_llm_context.chunk_size", "100", "--components.clin_llm_context.chunk_overlap", "20",
     )
     assert result.returncode == 0, result.stderr[-2000:]
     summary = [line for line in result.stderr.splitlines() if line.startswith("llm usage:")]

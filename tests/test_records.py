@@ -30,8 +30,8 @@ NOTE = (
 
 
 @pytest.fixture(scope="module")
-def nlp():
-    return load_nlp("assertion")
+def nlp(assertion_nlp):
+    return assertion_nlp
 
 
 def _doc(nlp, text=NOTE, doc_id="a/note.txt", source="notes/a/note.txt"):

@@ -13,7 +13,6 @@ import spacy
 
 from spacy_clinchunk.attrs import ASSERTION_VIEW_KEY, register_extensions
 from spacy_clinchunk.cli import main
-from spacy_clinchunk.export import load_nlp
 from spacy_clinchunk.records import RecordError
 from spacy_clinchunk.view import ASSERTION_COLORS, label_by_assertion, render_displacy, render_html
 
@@ -52,8 +51,8 @@ class Chunks(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def doc():
-    nlp = load_nlp("assertion")
+def doc(assertion_nlp):
+    nlp = assertion_nlp
     register_extensions()
     doc = nlp.make_doc(NOTE.read_text(encoding="utf-8"))
     doc._.doc_id, doc._.source = "examples/discharge_summary_en.txt", str(NOTE)
