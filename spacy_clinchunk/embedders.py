@@ -25,6 +25,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from spacy.util import registry
 
+from .logs import transformers_progress_off
+
 logger = logging.getLogger("spacy_clinchunk")
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -295,7 +297,8 @@ def _load_sentence_transformer(name: str, source: str, device: str) -> Any:
             "clin_semantic_window needs sentence-transformers: pip install 'spacy-clinchunk[embed]'"
         ) from err
     try:
-        return SentenceTransformer(source, device=device, local_files_only=True)
+        with transformers_progress_off():
+            return SentenceTransformer(source, device=device, local_files_only=True)
     except Exception as err:
         raise EmbedderError(
             f"cannot load embedding model '{name}' offline ({type(err).__name__}: {str(err)[:200]}). "

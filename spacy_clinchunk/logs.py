@@ -6,6 +6,8 @@ is per package, so other loguru users keep their configuration) and raise the
 standard-library loggers to WARNING.
 """
 import logging
+from contextlib import contextmanager
+from typing import Iterator
 
 LOGURU_PACKAGES = ("PyRuSH", "medspacy")
 STDLIB_LOGGERS = ("PyRuSH", "medspacy", "transformers", "sentence_transformers", "urllib3", "ray")
@@ -22,3 +24,21 @@ def quiet_third_party_logging() -> None:
             loguru_logger.disable(package)
     for name in STDLIB_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+@contextmanager
+def transformers_progress_off() -> Iterator[None]:
+    """No transformers progress bar while loading a model (transformers 5 draws a "Loading
+    weights" bar on stderr for every load); the user's setting is restored afterwards."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()

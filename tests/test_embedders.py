@@ -119,3 +119,21 @@ def test_static_embedder_in_the_component(static_embedder):
 def test_static_model_path_must_exist():
     with pytest.raises(EmbedderError, match="not a directory"):
         StaticEmbedder(model="/nonexistent/m2v").initialize()
+
+
+def test_model_loads_draw_no_transformers_progress_bar_and_keep_the_users_setting():
+    from transformers.utils import logging as hf_logging
+
+    from spacy_clinchunk.logs import transformers_progress_off
+
+    assert hf_logging.is_progress_bar_enabled()
+    with transformers_progress_off():
+        assert not hf_logging.is_progress_bar_enabled()  # transformers 5's "Loading weights" bar
+    assert hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a user who turned bars off keeps them off
+    try:
+        with transformers_progress_off():
+            pass
+        assert not hf_logging.is_progress_bar_enabled()
+    finally:
+        hf_logging.enable_progress_bar()
