@@ -127,9 +127,12 @@ def _start_server(args):
         [sys.executable, "-m", "spacy_clinchunk", "view", str(NOTE), *args, "--serve", "--port", "0"],
         stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT),
     )
+    before = []
     for line in proc.stderr:
         if line.startswith("serving "):
+            assert before == [], before  # the command's subprocess smoke test: no log noise first
             return proc, line.split()[1]
+        before.append(line)
     proc.wait(timeout=10)
     raise AssertionError(f"server did not start (exit {proc.returncode})")
 
