@@ -13,7 +13,15 @@ component writes a second, linked granularity to the ``clin_focus`` group:
   whole; its contiguous conjuncts ("hypoplastic nails") may be added as extra focus
   spans (``distributive``), never rewritten text;
 * a piece with a prepositional tail ("hypotonia at birth") or a bracket also gets its
-  head as an extra focus span (``head_extras``, breaks in ``focus_head_breaks``).
+  head as an extra focus span (``head_extras``, breaks in ``focus_head_breaks``);
+* a long piece (at least ``segment_min_words`` words) is cut into segments at the head
+  breaks and at the words that start a new clause part (``focus_segment_breaks``: relative
+  and subordinating words, modal verbs, verbs of course and of reporting); the segments
+  replace it ("two meningiomas" and "follow up MRI scan" of "two meningiomas on a follow
+  up MRI scan"), each trimmed and given its own head and conjunct extras;
+* a leading count is trimmed like framing ("two", "41", "(75%)": ``trim_counts``), and so
+  are nouns that frame a finding by its measure ("the incidence of", "a form of", in
+  ``focus_lead_phrases``).
 
 Each focus span has ``Span._.focus_of`` (index of its chunk in ``clin_chunks``); each
 chunk has ``Span._.focus_ids`` (indices into ``clin_focus``, possibly empty). Focus spans
@@ -31,6 +39,7 @@ from . import attrs
 from .base import ChunkRefiner
 from .coordination import CoordinationRules
 from .resources_io import Override, ResourceError
+from .settings import check_settings
 from .spans import Range, TokenIndex, doc_text
 
 FACTORY = "clin_focus"
@@ -56,9 +65,12 @@ RESOURCE_NAMES = (
     "coordinating_conjunctions",
     "modifier_suffixes",
     "focus_head_breaks",
+    "focus_segment_breaks",
 )
 _WORD = re.compile(r"[^\W_][\w'’./-]*|[^\s]")
 _EDGE = " \t\r\n,;:.!?-–—/\\*•·\"'`“”‘’"
+_COUNT = re.compile(r"(?:\d+(?:[.,/]\d+)*%?|\(\d+(?:[.,]\d+)?%?\))(?=\s)")  # "41", "21/28", "(75%)"
+_WORD_CHAR = re.compile(r"[\w-]")
 _TRAIL_WINDOW = 160  # characters searched for trailing framing (keeps trimming linear)
 
 
@@ -74,6 +86,8 @@ _TRAIL_WINDOW = 160  # characters searched for trailing framing (keeps trimming 
         "max_conjuncts": 8,
         "min_conjunct_words": 1,
         "head_extras": True,
+        "segment_min_words": 5,
+        "trim_counts": True,
         "overrides": {},
     },
     assigns=["doc.spans", "span._.focus_of", "span._.focus_ids"],
@@ -90,8 +104,11 @@ def make_focus(
     max_conjuncts: int,
     min_conjunct_words: int,
     head_extras: bool,
+    segment_min_words: int,
+    trim_counts: bool,
     overrides: Dict[str, Override],
 ) -> "ClinFocus":
+    check_settings(FACTORY, name, locals())
     return ClinFocus(
         nlp,
         name,
@@ -104,8 +121,19 @@ def make_focus(
         max_conjuncts=max_conjuncts,
         min_conjunct_words=min_conjunct_words,
         head_extras=head_extras,
+        segment_min_words=segment_min_words,
+        trim_counts=trim_counts,
         overrides=overrides,
     )
+
+
+def reversed_phrase_regex(phrases: Iterable[str]) -> Optional["re.Pattern[str]"]:
+    """:func:`phrase_regex` of the phrases spelled backwards, for an anchored match on reversed text."""
+    ordered = sorted({p.strip().lower()[::-1] for p in phrases if p.strip()}, key=len, reverse=True)
+    if not ordered:
+        return None
+    body = "|".join(r"\s+".join(re.escape(part) for part in p.split()) for p in ordered)
+    return re.compile(rf"(?:{body})(?![\w-])", re.IGNORECASE)
 
 
 def phrase_regex(phrases: Iterable[str], anchor: str = "") -> Optional["re.Pattern[str]"]:
@@ -125,7 +153,7 @@ class ClinFocus(ChunkRefiner):
     """
 
     resource_names = RESOURCE_NAMES
-    compiled = ("cue_free_re", "cut_re", "lead_re", "trail_re", "conj_re", "head_re", "modifier", "filler")
+    compiled = ("cue_free_re", "cut_re", "lead_re", "trail_re", "trail_rev_re", "conj_re", "head_re", "segment_re", "modifier", "filler")
 
     def __init__(
         self,
@@ -141,6 +169,8 @@ class ClinFocus(ChunkRefiner):
         max_conjuncts: int = 8,
         min_conjunct_words: int = 1,
         head_extras: bool = True,
+        segment_min_words: int = 5,
+        trim_counts: bool = True,
         overrides: Optional[Mapping[str, Override]] = None,
     ) -> None:
         if spans_key == focus_key:
@@ -152,6 +182,8 @@ class ClinFocus(ChunkRefiner):
         self.max_conjuncts = max(0, int(max_conjuncts))
         self.min_conjunct_words = max(1, int(min_conjunct_words))
         self.head_extras = bool(head_extras)
+        self.segment_min_words = max(0, int(segment_min_words))
+        self.trim_counts = bool(trim_counts)
         super().__init__(nlp, name, spans_key=spans_key, language=language, overrides=overrides)
 
     # -- rules --------------------------------------------------------------
@@ -168,8 +200,10 @@ class ClinFocus(ChunkRefiner):
         self.cut_re = phrase_regex(r["focus_cut_phrases"])
         self.lead_re = phrase_regex(lead)
         self.trail_re = phrase_regex(trail, anchor=r"\Z")
+        self.trail_rev_re = reversed_phrase_regex(trail)
         self.conj_re = phrase_regex(r["coordinating_conjunctions"])
         self.head_re = phrase_regex(r["focus_head_breaks"])
+        self.segment_re = phrase_regex(list(r["focus_head_breaks"]) + list(r["focus_segment_breaks"]))
         self.modifier = CoordinationRules((), r["modifier_suffixes"], ()).is_modifier
         filler = {w.lower() for w in (*r["low_value_words"], *r["leading_cleanup_words"], *r["trailing_cleanup_words"])}
         single_lead = {p.lower() for p in r["focus_lead_phrases"] if " " not in p.strip()}
@@ -189,18 +223,44 @@ class ClinFocus(ChunkRefiner):
             trimmed = self._trim(text, s, e)
             if trimmed is None:
                 continue
-            result.append(trimmed)
-            if not self.trim_negation:  # "absence of speech" stays; "no ocular abnormalities" adds its finding
-                bare = self._trim(text, *trimmed, lead_re=self.cue_free_re)
-                if bare is not None and bare != trimmed:
-                    result.append(bare)
-            if self.head_extras:
-                head = self._head(text, *trimmed)
-                if head is not None:
-                    result.append(head)
-            if self.distributive:
-                result.extend(r for r in self._conjuncts(text, *trimmed) if r != trimmed)
+            segments = self._segments(text, *trimmed)
+            if len(segments) != 1 or segments[0] == trimmed:
+                segments = segments or [trimmed]
+            else:  # one segment left ("incidence of medulloblastoma in them"): beside the piece
+                segments = [trimmed, segments[0]]
+            for segment in segments:
+                self._add_piece(text, segment, result)
         return list(dict.fromkeys(result))
+
+    def _segments(self, text: str, start: int, end: int) -> List[Range]:
+        """Trimmed segments of a long piece between its breaks; [] for a short one."""
+        if self.segment_min_words == 0 or self.segment_re is None or _words(text, start, end) < self.segment_min_words:
+            return []
+        out: List[Range] = []
+        cursor = start
+        for match in self.segment_re.finditer(text, start, end):
+            part = self._trim(text, cursor, match.start())
+            if part is not None:
+                out.append(part)
+            cursor = match.end()
+        part = self._trim(text, cursor, end)
+        if part is not None:
+            out.append(part)
+        return out
+
+    def _add_piece(self, text: str, trimmed: Range, result: List[Range]) -> None:
+        """A focus piece and its extras (cue-free finding, head, conjuncts)."""
+        result.append(trimmed)
+        if not self.trim_negation:  # "absence of speech" stays; "no ocular abnormalities" adds its finding
+            bare = self._trim(text, *trimmed, lead_re=self.cue_free_re)
+            if bare is not None and bare != trimmed:
+                result.append(bare)
+        if self.head_extras:
+            head = self._head(text, *trimmed)
+            if head is not None:
+                result.append(head)
+        if self.distributive:
+            result.extend(r for r in self._conjuncts(text, *trimmed) if r != trimmed)
 
     def _trim(self, text: str, start: int, end: int, lead_re: Optional["re.Pattern[str]"] = None) -> Optional[Range]:
         """Move the edges inward past framing; None when nothing of substance is left."""
@@ -214,15 +274,36 @@ class ClinFocus(ChunkRefiner):
                 if match and match.end() > start:
                     start = match.end()
                     continue
+            if self.trim_counts:
+                match = _COUNT.match(text, start, end)
+                if match and match.end() < end:
+                    start = match.end()
+                    continue
             if self.trail_re is not None:
-                match = self.trail_re.search(text, max(start, end - _TRAIL_WINDOW), end)
-                if match and match.start() < end:
-                    end = match.start()
+                cut = self._trail_start(text, start, end)
+                if cut is not None and cut < end:
+                    end = cut
                     continue
             break
         if end - start < self.min_focus_chars or not self._has_content(text, start, end):
             return None
         return start, end
+
+    def _trail_start(self, text: str, start: int, end: int) -> Optional[int]:
+        """Start of the trailing framing phrase of ``text[start:end]`` (None: none).
+
+        One anchored match on the reversed tail instead of a search over the window; the
+        search stays as the fallback when the reversed match cannot check the word boundary.
+        """
+        low = max(start, end - _TRAIL_WINDOW)
+        match = self.trail_rev_re.match(text[low:end][::-1])
+        if match is None:
+            return None
+        begin = end - match.end()
+        if begin == low and low > 0 and _WORD_CHAR.match(text, low - 1):
+            found = self.trail_re.search(text, low, end)
+            return found.start() if found else None
+        return begin
 
     def _has_content(self, text: str, start: int, end: int) -> bool:
         for match in _WORD.finditer(text, start, end):

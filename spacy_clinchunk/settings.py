@@ -78,6 +78,16 @@ SETTINGS: Dict[str, Dict[str, Spec]] = {
         "batch_size": INT1,
         "save_model": BOOL,
     },
+    "clin_focus": {
+        "min_focus_chars": INT1,
+        "trim_negation": BOOL,
+        "distributive": BOOL,
+        "max_conjuncts": INT0,
+        "min_conjunct_words": INT1,
+        "head_extras": BOOL,
+        "segment_min_words": INT0,
+        "trim_counts": BOOL,
+    },
     "clin_context_assertion": {"max_scope": Spec("int", 1, nullable=True), "include_default_rules": BOOL},
     "clin_llm_context": {
         "chunk_size": INT1,

@@ -77,14 +77,21 @@ def test_without_keep_coordinated_the_splitters_cut_as_before():
     assert chunk_texts(doc) == ["Examination revealed cleft lip", "palate"]
 
 
-def test_focus_keeps_the_chunk_assertion_decided_on_the_full_clause(nlp):
-    doc = nlp.make_doc("There was no evidence of pneumonia.")
+def focus_of_negated_chunk(nlp, text, cues=()):
+    """Run the pipeline on ``text`` with its first chunk marked negated before clin_focus."""
+    doc = nlp.make_doc(text)
     for name, proc in nlp.pipeline[:-1]:
         doc = proc(doc)
     chunk = doc.spans[attrs.CHUNKS_KEY][0]
     chunk._.assertion, chunk._.is_negated = "negated", True
-    chunk._.assertion_cues = [{"text": "no", "start_char": 10, "end_char": 12}]
-    doc = nlp.get_pipe("clin_focus")(doc)
+    if cues:
+        chunk._.assertion_cues = list(cues)
+    return nlp.get_pipe("clin_focus")(doc), chunk
+
+
+def test_focus_keeps_the_chunk_assertion_decided_on_the_full_clause(nlp):
+    cue = {"text": "no", "start_char": 10, "end_char": 12}
+    doc, chunk = focus_of_negated_chunk(nlp, "There was no evidence of pneumonia.", [cue])
     (focus,) = doc.spans[FOCUS]
     assert focus.text == "pneumonia"
     assert (focus._.assertion, focus._.is_negated) == ("negated", True)
@@ -209,3 +216,72 @@ def test_n_process_two_gives_the_same_focus_and_links():
     single = [(focus_texts(d), [s._.focus_of for s in d.spans[FOCUS]]) for d in nlp.pipe(texts)]
     multi = [(focus_texts(d), [s._.focus_of for s in d.spans[FOCUS]]) for d in nlp.pipe(texts, n_process=2)]
     assert multi == single
+
+
+def test_long_piece_is_cut_into_segments_that_replace_it(nlp):
+    doc = nlp("He had meningiomas in the lumbar spine on the follow up MRI scan.")
+    assert focus_texts(doc) == ["meningiomas", "lumbar spine", "follow up MRI scan"]  # the long piece is replaced
+    check_offsets_and_links(doc)
+    assert focus_texts(focus_nlp(segment_min_words=0)("He had meningiomas in the spine.")) == ["meningiomas", "meningiomas in the spine"]
+
+
+def test_short_piece_is_not_segmented(nlp):
+    assert focus_texts(nlp("Examination revealed tumors in the neck.")) == ["tumors", "tumors in the neck"]
+
+
+def test_a_clause_tail_after_a_relative_word_is_its_own_segment(nlp):
+    doc = nlp("She has a common dominant form of hearing impairment that was previously mapped to 8q.")
+    texts = focus_texts(doc)
+    assert "common dominant form of hearing impairment" in texts  # "of" stays inside a concept
+    assert all("that" not in text.split() for text in texts)
+    check_offsets_and_links(doc)
+
+
+def test_leading_counts_and_measure_nouns_are_trimmed(nlp):
+    assert focus_texts(nlp("MRI showed 41 acoustic neuromas.")) == ["MRI", "acoustic neuromas"]
+    assert focus_texts(nlp("Patient has two meningiomas.")) == ["meningiomas"]
+    assert "medulloblastoma" in focus_texts(nlp("We assessed the incidence of medulloblastoma in children with the syndrome."))
+    assert focus_texts(focus_nlp(trim_counts=False)("MRI showed 41 acoustic neuromas.")) == ["MRI", "41 acoustic neuromas"]
+    assert focus_texts(nlp("Patient has 2-3 cps spikes.")) == ["2-3 cps spikes"]  # a range is no count of findings
+
+
+def test_segments_keep_the_chunk_assertion_and_links(nlp):
+    doc, chunk = focus_of_negated_chunk(nlp, "There was no meningioma in the spine on the follow up MRI scan.")
+    focus = doc.spans[FOCUS]
+    assert {s.text for s in focus} >= {"meningioma", "spine", "follow up MRI scan"}
+    assert all((s._.assertion, s._.is_negated, s._.focus_of) == ("negated", True, 0) for s in focus)
+    assert chunk._.focus_ids == list(range(len(focus)))
+    check_offsets_and_links(doc)
+
+
+@pytest.mark.parametrize(
+    "lang, text, expected",
+    [
+        ("de", "Zwei Meningeome, die in der Kontroll-MRT nachgewiesen wurden.", "Meningeome"),
+        ("es", "Dos meningiomas que fueron confirmados en la resonancia de control.", "meningiomas"),
+        ("fr", "Deux méningiomes qui ont été confirmés sur une IRM de contrôle.", "méningiomes"),
+        ("nl", "Twee meningeomen die werden bevestigd op een controle MRI scan.", "meningeomen"),
+    ],
+)
+def test_other_languages_segment_and_trim_counts(lang, text, expected):
+    doc = focus_nlp(lang)(text)
+    assert focus_texts(doc)[0] == expected
+    check_offsets_and_links(doc)
+
+
+@pytest.mark.parametrize("setting, value", [("segment_min_words", -1), ("min_conjunct_words", 0), ("max_conjuncts", -2)])
+def test_focus_settings_out_of_range_fail_at_add_pipe(setting, value):
+    with pytest.raises(Exception, match=setting):
+        focus_nlp(**{setting: value})
+
+
+def test_long_pieces_with_many_breaks_stay_linear():
+    nlp = focus_nlp()
+    text = "Examination revealed " + " in ".join(f"lesion{i}" for i in range(5000)) + "."
+    start = time.perf_counter()
+    doc = nlp(text)
+    assert time.perf_counter() - start < 30
+    focus = doc.spans[FOCUS]
+    assert len(focus) >= 5000 and doc.spans[attrs.CHUNKS_KEY][0]._.focus_ids == list(range(len(focus)))
+    text = doc.text
+    assert all(span.text == text[span.start_char:span.end_char] for span in focus)
