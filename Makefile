@@ -17,7 +17,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-test run test test-matrix test-transformers bench bench-all clean check-python
+.PHONY: install install-test run test test-matrix test-transformers bench bench-all span-finder-model clean check-python
 
 check-python:
 	@test -n "$(PYTHON_BIN)" || { echo "error: no interpreter '$(PYTHON)' (PATH or pyenv)"; exit 1; }
@@ -79,6 +79,11 @@ bench-all: bench
 	$(PY) bench/semantic_window.py
 	$(PY) bench/llm_context.py
 	$(PY) bench/scale.py
+
+# The shipped trained strategy span_finder: all annotated documents of the shared set
+# (DATA), the config's seed and 20 epochs -> spacy_clinchunk/models/span_finder (about 2 MB).
+span-finder-model: $(VENV)/.installed
+	$(PY) scripts/train_span_finder.py $(if $(DATA),--data $(DATA))
 
 clean:
 	rm -rf .venv .venv-py3.* .venv-trf-py3.* build dist *.egg-info

@@ -1,11 +1,14 @@
 """5-fold cross-validation over documents of the trained span finder (configs/training/span_finder.cfg).
 
-    .venv/bin/python bench/train_cv.py [--folds 5] [--epochs 10] [--out /tmp/clinchunk_cv]
+    .venv/bin/python bench/train_cv.py [--folds 5] [--epochs N] [--out /tmp/clinchunk_cv]
 
 Each fold trains ``python -m spacy train`` on the other folds' documents (symlinked into a
 private temporary folder, never copied into the repository) and predicts its own documents;
 the predicted spans of all folds are written to ``<out>/predicted.json`` (0600), which
 ``bench/retrieval.py --rows predicted:<out>/predicted.json`` scores beside the rules.
+Epochs and seed are the config's (``max_epochs = 20``, the shipped model's; ``--epochs`` overrides).
+The fold models write the key ``annotations`` (the config's); the shipped model
+(``scripts/train_span_finder.py``) is saved writing ``clin_trained``.
 """
 import argparse
 import json
@@ -28,7 +31,7 @@ def link_files(files, folder: Path) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=None, help="default: the config's max_epochs (20)")
     parser.add_argument("--only", type=int, default=-1, help="run one fold only (for a quick check)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/clinchunk_cv"))
     args = parser.parse_args(argv)
@@ -48,7 +51,7 @@ def main(argv=None) -> int:
         subprocess.run(
             [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "training" / "span_finder.cfg"),
              "--output", str(base / "model"), "--paths.train", str(base / "train"), "--paths.dev", str(base / "dev"),
-             "--training.max_epochs", str(args.epochs)],
+             *(["--training.max_epochs", str(args.epochs)] if args.epochs is not None else [])],
             check=True,
         )
         print(f"fold {k}: trained in {time.perf_counter() - start:.0f}s", file=sys.stderr)

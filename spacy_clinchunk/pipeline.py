@@ -9,6 +9,9 @@ from spacy.language import Language
 from spacy.util import load_config, load_model_from_config
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+# trained pipelines (saved directories) that ship inside the package: strategies by folder name
+MODEL_DIR = Path(__file__).resolve().parent / "models"
+DEFAULT_SPANS_KEY = "clin_chunks"
 
 
 class PipelineError(ValueError):
@@ -16,21 +19,31 @@ class PipelineError(ValueError):
 
 
 def strategies() -> List[str]:
-    """Every shipped config is a strategy: the names of ``configs/*.cfg``."""
+    """The strategy names: every shipped config (``configs/*.cfg``) and every trained pipeline
+    shipped in the package (``spacy_clinchunk/models/<name>/``, e.g. ``span_finder``)."""
     from importlib import resources as importlib_resources
 
     bundled = importlib_resources.files("spacy_clinchunk.configs")
     names = {p.name[:-4] for p in bundled.iterdir() if p.name.endswith(".cfg")}
     if CONFIG_DIR.is_dir():
         names |= {p.stem for p in CONFIG_DIR.glob("*.cfg")}
-    return sorted(names)
+    return sorted(names | set(trained_strategies()))
+
+
+def trained_strategies() -> List[str]:
+    """The trained pipelines that ship in the package (saved pipeline directories)."""
+    if not MODEL_DIR.is_dir():
+        return []
+    return sorted(p.name for p in MODEL_DIR.iterdir() if (p / "config.cfg").is_file() and (p / "meta.json").is_file())
 
 
 STRATEGIES = tuple(strategies())
 
 
 def strategy_config(name: str) -> Path:
-    """Config file for a named strategy (``configs/<name>.cfg``)."""
+    """What a named strategy loads: ``configs/<name>.cfg``, or for a trained strategy the saved
+    pipeline directory ``spacy_clinchunk/models/<name>/`` (``load_pipeline`` and ``spacy.load``
+    take either)."""
     from importlib import resources as importlib_resources
 
     bundled = importlib_resources.files("spacy_clinchunk.configs").joinpath(f"{name}.cfg")
@@ -39,7 +52,31 @@ def strategy_config(name: str) -> Path:
     local = CONFIG_DIR / f"{name}.cfg"
     if local.is_file():
         return local
+    if name in trained_strategies():
+        return MODEL_DIR / name
     raise PipelineError(f"unknown strategy '{name}'; known: {', '.join(strategies())}")
+
+
+def default_spans_key(source: Union[str, Path, None]) -> str:
+    """The span group a pipeline's chunks are read from: ``clin_chunks``, or the key a saved
+    pipeline declares in its ``meta.json`` (``"clinchunk": {"spans_key": ...}``; the trained
+    ``span_finder`` writes ``clin_trained``). ``source`` is a path or a strategy name."""
+    import json
+
+    if source is None:
+        return DEFAULT_SPANS_KEY
+    path = Path(source)
+    if not path.exists() and str(source) in strategies():
+        path = strategy_config(str(source))
+    meta = path / "meta.json"
+    if path.is_dir() and meta.is_file():
+        try:
+            key = json.loads(meta.read_text(encoding="utf-8")).get("clinchunk", {}).get("spans_key")
+        except (OSError, ValueError, AttributeError):
+            key = None
+        if isinstance(key, str) and key:
+            return key
+    return DEFAULT_SPANS_KEY
 
 
 def _one_line(source: Union[str, Path], err: Exception) -> str:

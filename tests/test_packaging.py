@@ -91,6 +91,11 @@ def test_wheel_ships_resources_and_runs_outside_the_source_tree(tmp_path):
     for lang in ("en", "de", "es", "fr", "nl"):
         assert f"spacy_clinchunk/resources/{lang}/abbreviations.json" in names
     assert "spacy_clinchunk/configs/punct_conj_cleaned.cfg" in names
+    # the trained span_finder strategy: every file of the saved pipeline directory
+    model_dir = ROOT / "spacy_clinchunk" / "models" / "span_finder"
+    shipped = sorted(p.relative_to(ROOT).as_posix() for p in model_dir.rglob("*") if p.is_file())
+    assert "spacy_clinchunk/models/span_finder/span_finder/model" in shipped
+    assert [n for n in shipped if n not in names] == []
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
@@ -122,6 +127,10 @@ def test_wheel_ships_resources_and_runs_outside_the_source_tree(tmp_path):
         nlp.add_pipe("clin_punct_splitter")
         doc = nlp("Temp. 38,5 Grad, z.B. Fieber; kein Husten.")
         print("|".join(s.text for s in doc.spans["clin_chunks"]))
+        from spacy_clinchunk.pipeline import load_pipeline, strategy_config
+        assert "site-packages" in str(strategy_config("span_finder"))
+        trained = load_pipeline("span_finder")("Brachydactyly and craniosynostosis.")
+        assert list(trained.spans["clin_trained"]), "the shipped span_finder predicts nothing"
         """
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -30,7 +30,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("paths", nargs="*", default=["-"], help="files, directories, globs or - for stdin")
     parser.add_argument("--config", "-c", default=None, help="config file or saved pipeline directory")
     parser.add_argument(
-        "--strategy", default=None, help="named pipeline: simple | punct_conj_cleaned | sliding_window | default"
+        "--strategy", default=None, help="named pipeline: simple | punct_conj_cleaned | retrieval | default | span_finder | ..."
     )
     parser.add_argument("--lang", default=None, help="language code (en, de, es, fr, nl); overrides the config")
     parser.add_argument(
@@ -43,7 +43,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--output", "-o", default=None, help="write here instead of stdout (with --engine: the output directory)"
     )
-    parser.add_argument("--spans-key", default="clin_chunks", help="span group to print")
+    parser.add_argument(
+        "--spans-key", default=None, help="span group to print (default clin_chunks; the trained span_finder: clin_trained)"
+    )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--window-size", type=int, default=None, help="semantic window size (words)")
     parser.add_argument("--step-size", type=int, default=None, help="semantic window step (words)")
@@ -102,6 +104,13 @@ def resolve_source(args: argparse.Namespace) -> str:
         raise CLIError(str(err)) from err
 
 
+def resolve_spans_key(args: argparse.Namespace) -> str:
+    """``--spans-key``, else the key the pipeline declares (``clin_chunks`` unless a saved pipeline says)."""
+    from ..pipeline import default_spans_key
+
+    return args.spans_key or default_spans_key(resolve_source(args))
+
+
 def stage_overrides(args: argparse.Namespace) -> Dict[str, Any]:
     return {setting: getattr(args, flag) for flag, setting in STAGE_FLAGS.items() if getattr(args, flag) is not None}
 
@@ -129,6 +138,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
         raise CLIError("--format docbin needs --engine local|ray and an output directory")
     args.format = args.format or "table"
     files = _input_files(args.paths)
+    args.spans_key = resolve_spans_key(args)
     nlp = load_nlp(args, extra)
     from ..corpus.spec import prepare
 
@@ -281,6 +291,7 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     if args.paths == ["-"] or "-" in args.paths:
         raise CLIError("corpus runs read files, directories or globs, not stdin")
     _input_files(args.paths)
+    args.spans_key = resolve_spans_key(args)
     workers = args.workers if args.workers is not None else (2 if args.engine == "ray" else 1)
     options = CorpusOptions(
         batch_size=args.batch_size,

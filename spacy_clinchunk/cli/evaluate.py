@@ -38,7 +38,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--pattern", default=None, help="glob of documents under each DIR (default: by --format)")
     add_reading_arguments(parser)
     parser.add_argument("--output", "-o", default=None, help="write the metrics as JSON here")
-    parser.add_argument("--spans-key", default="clin_chunks", help="span group holding the chunks")
+    parser.add_argument(
+        "--spans-key", default=None, help="span group holding the chunks (default clin_chunks, or the saved pipeline's)"
+    )
     parser.add_argument("--lang", default=None, help="language code; overrides the config")
     parser.add_argument("--limit", type=int, default=0, help="at most this many documents per corpus")
     parser.set_defaults(func=run)
@@ -47,7 +49,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace, extra: List[str]) -> int:
     from ..annotations import AnnotationError, annotation_summary, corpus_counts
     from ..evaluate import evaluate_files
-    from ..pipeline import PipelineError, load_pipeline
+    from ..pipeline import PipelineError, default_spans_key, load_pipeline
     from .chunk import parse_overrides
 
     if args.config and args.strategy:
@@ -60,6 +62,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
             raise CLIError(f"no such directory: {folder}")
     try:
         nlp = load_pipeline(source, parse_overrides(extra), lang=args.lang)
+        args.spans_key = args.spans_key or default_spans_key(source)
     except PipelineError as err:
         raise CLIError(str(err)) from err
     results: Dict[str, Dict[str, Any]] = {}

@@ -17,7 +17,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--config", "-c", default=None, help="config file or saved pipeline directory")
     parser.add_argument("--strategy", default=None, help="named pipeline instead of --config (default: assertion)")
     parser.add_argument("--lang", default=None, help="language code; overrides the config")
-    parser.add_argument("--spans-key", default="clin_chunks", help="span group to show")
+    parser.add_argument(
+        "--spans-key", default=None, help="span group to show (default clin_chunks, or the saved pipeline's)"
+    )
     parser.add_argument("--output", "-o", default=None, help="write the page here (owner-only, 0600)")
     parser.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 until Ctrl-C")
     parser.add_argument("--port", type=int, default=0, help="port for --serve (default: a free one)")
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
 def _chunk_note(args: argparse.Namespace, extra: List[str]):
     from ..attrs import register_extensions
     from ..inputs import read_file
-    from ..pipeline import PipelineError, load_pipeline, strategy_config
+    from ..pipeline import PipelineError, default_spans_key, load_pipeline, strategy_config
     from .chunk import parse_overrides
 
     items = list(read_file(args.note))
@@ -64,6 +66,7 @@ def _chunk_note(args: argparse.Namespace, extra: List[str]):
     try:
         source = args.config or str(strategy_config(args.strategy or "assertion"))
         nlp = load_pipeline(source, parse_overrides(extra), lang=args.lang)
+        args.spans_key = args.spans_key or default_spans_key(source)
     except PipelineError as err:
         raise CLIError(str(err)) from err
     register_extensions()
