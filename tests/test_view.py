@@ -138,8 +138,10 @@ def _start_server(args):
 
 
 def _stop(proc):
+    """Ctrl-C ends the server with status 0. The wait is generous: once, on a loaded machine
+    (Python 3.13, load ~4), the exit took longer than 20 s."""
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=20) == 0
+    assert proc.wait(timeout=90) == 0
 
 
 @pytest.mark.slow
