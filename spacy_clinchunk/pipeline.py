@@ -8,10 +8,11 @@ import spacy
 from spacy.language import Language
 from spacy.util import load_config, load_model_from_config
 
+from .attrs import CHUNKS_KEY
+
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 # trained pipelines (saved directories) that ship inside the package: strategies by folder name
 MODEL_DIR = Path(__file__).resolve().parent / "models"
-DEFAULT_SPANS_KEY = "clin_chunks"
 
 
 class PipelineError(ValueError):
@@ -57,6 +58,14 @@ def strategy_config(name: str) -> Path:
     raise PipelineError(f"unknown strategy '{name}'; known: {', '.join(strategies())}")
 
 
+def resolve_source(source: Union[str, Path]) -> Path:
+    """A path as given, or the file or directory of the strategy of that name."""
+    path = Path(source)
+    if not path.exists() and str(source) in strategies():
+        path = strategy_config(str(source))
+    return path
+
+
 def default_spans_key(source: Union[str, Path, None]) -> str:
     """The span group a pipeline's chunks are read from: ``clin_chunks``, or the key a saved
     pipeline declares in its ``meta.json`` (``"clinchunk": {"spans_key": ...}``; the trained
@@ -64,10 +73,8 @@ def default_spans_key(source: Union[str, Path, None]) -> str:
     import json
 
     if source is None:
-        return DEFAULT_SPANS_KEY
-    path = Path(source)
-    if not path.exists() and str(source) in strategies():
-        path = strategy_config(str(source))
+        return CHUNKS_KEY
+    path = resolve_source(source)
     meta = path / "meta.json"
     if path.is_dir() and meta.is_file():
         try:
@@ -76,7 +83,7 @@ def default_spans_key(source: Union[str, Path, None]) -> str:
             key = None
         if isinstance(key, str) and key:
             return key
-    return DEFAULT_SPANS_KEY
+    return CHUNKS_KEY
 
 
 def _one_line(source: Union[str, Path], err: Exception) -> str:
@@ -116,9 +123,7 @@ def load_pipeline(
     ``stage_settings`` (e.g. ``{"threshold": 0.4}``) apply to every component that has the
     setting; ``overrides`` are spaCy-style dotted config overrides.
     """
-    path = Path(source)
-    if not path.exists() and str(source) in strategies():
-        path = strategy_config(str(source))
+    path = resolve_source(source)
     if not path.exists():
         raise PipelineError(f"config or pipeline not found: {source}")
     config_file = path / "config.cfg" if path.is_dir() else path
