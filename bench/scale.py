@@ -1,6 +1,7 @@
 """Scale-out benchmark: documents/s, speed-up, start-up and peak memory per worker of corpus runs.
 
-    .venv/bin/python bench/scale.py [--docs 5000] [--default-docs 80] [--shards 8] [--skip-default] [--skip-ray]
+    .venv/bin/python bench/scale.py [--docs 5000] [--default-docs 80] [--default-setups local-1,local-2,ray-1,ray-2]
+        [--shards 8] [--skip-default] [--skip-ray] [--json rows.json]
 
 The corpus is generated in a temporary directory (never in the repository): GSC+ abstracts
 from ``../shared/data`` and the bundled example note, cycled to ``--docs`` documents with
@@ -127,9 +128,11 @@ def one(args):
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def run_child(inputs, pipeline, setup):
+def run_child(inputs, pipeline, setup, n_docs):
+    """One setup in a fresh process; the time limit grows with the corpus (a slow core runs the default
+    pipeline at ~1 s per note, so a fixed hour would cut a 5,000-note run short)."""
     command = [sys.executable, __file__, "--one", "--inputs", str(inputs), "--pipeline", pipeline, "--setup", setup]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600 + 3 * n_docs)
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
@@ -193,6 +196,11 @@ def main():
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--skip-default", action="store_true")
     parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument(
+        "--default-setups",
+        default=",".join(SETUPS),
+        help="comma-separated setups for the default pipeline (e.g. drop 'baseline' to save one single-process run)",
+    )
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--inputs", help=argparse.SUPPRESS)
@@ -204,7 +212,11 @@ def main():
     pipelines = {"structural": args.docs}
     if not args.skip_default:
         pipelines["default"] = args.default_docs
-    setups = [s for s in SETUPS if not (args.skip_ray and s.startswith("ray"))]
+    default_setups = args.default_setups.split(",")
+    unknown = sorted(set(default_setups) - set(SETUPS))
+    if unknown:
+        parser.error(f"--default-setups: unknown {', '.join(unknown)}; choose from {', '.join(SETUPS)}")
+    setups_of = {"structural": SETUPS, "default": [s for s in SETUPS if s in default_setups]}
     cores = {n: cores_obtained(n) for n in (1, 2)}
     rows, loads = [], [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
@@ -212,12 +224,16 @@ def main():
             inputs = Path(tmp) / pipeline
             chars = write_corpus(inputs, n_docs, args.shards)
             print(f"{pipeline}: {n_docs} docs, {chars:,} characters, {args.shards} shards", file=sys.stderr)
-            for setup in setups:
+            for setup in setups_of[pipeline]:
+                if args.skip_ray and setup.startswith("ray"):
+                    continue
                 print(f"running {pipeline} / {setup} ...", file=sys.stderr, flush=True)
-                result = run_child(inputs, pipeline, setup)
+                result = run_child(inputs, pipeline, setup, n_docs)
                 loads.append(os.getloadavg()[0])
                 if result:
                     rows.append(result)
+                    if args.json:  # saved as each row finishes: a long run keeps what it measured
+                        Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
     print(f"\n{os.cpu_count()} CPUs; 1-minute load average between runs: {min(loads):.1f}-{max(loads):.1f}")
     print(f"CPU obtained by busy-looping processes before the runs: 1 -> {cores[1]:.2f} cores, 2 -> {cores[2]:.2f} cores\n")
     print_table(rows)
@@ -228,8 +244,6 @@ def main():
         "at least as many shards as workers; the driver (which only records manifest entries) and the disk keep "
         "up; Ray start-up is paid once, in parallel on every node (the ray-2 figure); notes as long as these."
     )
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":
