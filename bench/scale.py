@@ -216,7 +216,11 @@ def main():
     unknown = sorted(set(default_setups) - set(SETUPS))
     if unknown:
         parser.error(f"--default-setups: unknown {', '.join(unknown)}; choose from {', '.join(SETUPS)}")
-    setups_of = {"structural": SETUPS, "default": [s for s in SETUPS if s in default_setups]}
+    wanted = {"structural": SETUPS, "default": default_setups}
+    setups_of = {
+        pipeline: [s for s in SETUPS if s in wanted[pipeline] and not (args.skip_ray and s.startswith("ray"))]
+        for pipeline in pipelines
+    }
     cores = {n: cores_obtained(n) for n in (1, 2)}
     rows, loads = [], [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
@@ -225,8 +229,6 @@ def main():
             chars = write_corpus(inputs, n_docs, args.shards)
             print(f"{pipeline}: {n_docs} docs, {chars:,} characters, {args.shards} shards", file=sys.stderr)
             for setup in setups_of[pipeline]:
-                if args.skip_ray and setup.startswith("ray"):
-                    continue
                 print(f"running {pipeline} / {setup} ...", file=sys.stderr, flush=True)
                 result = run_child(inputs, pipeline, setup, n_docs)
                 loads.append(os.getloadavg()[0])
