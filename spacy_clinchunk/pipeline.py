@@ -88,7 +88,7 @@ def default_spans_key(source: Union[str, Path, None]) -> str:
 
 def _one_line(source: Union[str, Path], err: Exception) -> str:
     """The gist of a load error: our settings errors as they are, spaCy's dumps cut to one line."""
-    from .settings import SettingError, describe_config_error
+    from .components.settings import SettingError, describe_config_error
 
     if isinstance(err, SettingError):
         return str(err)

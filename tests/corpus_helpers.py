@@ -96,7 +96,7 @@ def reference_records(config: Path, code: Path, docs: List[Dict[str, str]]) -> D
     """One process, no engine: ``nlp(text)`` and ``doc_to_record`` for every document."""
     from spacy_clinchunk.corpus import import_code
     from spacy_clinchunk.pipeline import load_pipeline
-    from spacy_clinchunk.records import doc_to_record
+    from spacy_clinchunk.export.records import doc_to_record
 
     import_code(str(code))
     nlp = load_pipeline(config)

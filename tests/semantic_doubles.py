@@ -4,7 +4,7 @@ import re
 import numpy as np
 from spacy.util import registry
 
-from spacy_clinchunk.embedders import Embedder
+from spacy_clinchunk.embed.embedders import Embedder
 
 _WORD = re.compile(r"\S+")
 

@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from spacy_clinchunk.records import RECORD_FIELDS
+from spacy_clinchunk.export.records import RECORD_FIELDS
 
 NOTE = (
     "HISTORY:\nShe denies fever or chills. Mild cough for three days.\n"
@@ -44,7 +44,7 @@ def test_langchain_splitter_from_nlp_name_or_config(nlp):
     pytest.importorskip("langchain_text_splitters")
     from langchain_core.documents import Document
 
-    from spacy_clinchunk.langchain import ClinChunkTextSplitter
+    from spacy_clinchunk.export.langchain import ClinChunkTextSplitter
 
     splitter = ClinChunkTextSplitter(nlp)
     source = Document(page_content=NOTE, metadata={"source": "notes/a.txt", "owner": "ward 3"})
@@ -69,7 +69,7 @@ def test_llama_index_parser_keeps_offsets_and_metadata(nlp):
     pytest.importorskip("llama_index.core")
     from llama_index.core.schema import Document, MetadataMode, NodeRelationship
 
-    from spacy_clinchunk.llama_index import ClinChunkNodeParser
+    from spacy_clinchunk.export.llama_index import ClinChunkNodeParser
 
     parser = ClinChunkNodeParser(nlp)
     source = Document(text=NOTE, metadata={"source": "notes/a.txt", "owner": "ward 3"})
@@ -90,7 +90,7 @@ def test_repeated_text_keeps_exact_offsets():
     from llama_index.core.schema import Document
     from spacy.language import Language
 
-    from spacy_clinchunk.llama_index import ClinChunkNodeParser
+    from spacy_clinchunk.export.llama_index import ClinChunkNodeParser
 
     @Language.component("test_last_no_fever")
     def last_no_fever(doc):

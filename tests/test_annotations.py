@@ -8,8 +8,8 @@ from spacy.tokens import DocBin
 from spacy.util import registry
 
 from conftest import GSC_DIR, requires_shared_data
-from spacy_clinchunk.annotations import AnnotationError, read_annotated
-from spacy_clinchunk.voronoi import OverlapError
+from spacy_clinchunk.groundtruth.annotations import AnnotationError, read_annotated
+from spacy_clinchunk.groundtruth.voronoi import OverlapError
 
 TEXT = "The affected families are described. Brachydactyly type A-1 (BDA-1) and hypoplastic nails."
 

@@ -11,7 +11,7 @@ from spacy.tokens import DocBin
 
 from conftest import CONFIG_DIR, GSC_DIR, requires_shared_data
 from spacy_clinchunk.cli import main
-from spacy_clinchunk.evaluate import evaluate_corpus
+from spacy_clinchunk.groundtruth.evaluate import evaluate_corpus
 from spacy_clinchunk.pipeline import load_pipeline
 
 TEXT = "No seizures. Short fingers and short toes were seen. Myopia."

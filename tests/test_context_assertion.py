@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from spacy.tokens import DocBin
 
 from spacy_clinchunk import attrs
-from spacy_clinchunk.context_assertion import (
+from spacy_clinchunk.components.context_assertion import (
     FACTORY,
     PRECEDENCE,
     ContextRulesError,
@@ -451,14 +451,14 @@ def test_entry_points_declared():
     parser = configparser.ConfigParser()
     parser.read(ROOT / "setup.cfg")
     entry = parser["options.entry_points"]
-    assert f"{FACTORY} = spacy_clinchunk.context_assertion:make_context_assertion" in entry["spacy_factories"]
+    assert f"{FACTORY} = spacy_clinchunk.components.context_assertion:make_context_assertion" in entry["spacy_factories"]
     assert "spacy_clinchunk.ContextRules.v1" in entry["spacy_misc"]
     assert spacy.registry.misc.get("spacy_clinchunk.ContextRules.v1") is context_rules_v1
 
 
 def test_import_is_light():
     code = (
-        "import sys, spacy; import spacy_clinchunk.context_assertion; spacy.blank('en');"
+        "import sys, spacy; import spacy_clinchunk.components.context_assertion; spacy.blank('en');"
         "print('medspacy' in sys.modules, 'loguru' in sys.modules)"
     )  # spaCy/thinc may import torch themselves; medspaCy (and its torch, PyRuSH) must wait
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

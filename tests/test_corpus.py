@@ -27,7 +27,7 @@ from corpus_helpers import (
 )
 from spacy_clinchunk.cli import main as cli_main
 from spacy_clinchunk.corpus import CorpusError, RayOptions, plan_shards, read_shard, run_corpus
-from spacy_clinchunk.inputs import read_file
+from spacy_clinchunk.corpus.inputs import read_file
 
 pytestmark = requires_shared_data()
 STRUCTURAL = CONFIG_DIR / "punct_conj_cleaned.cfg"
@@ -128,7 +128,7 @@ def test_docbin_output_holds_the_same_chunks(corpus, tmp_path):
     import spacy
     from spacy.tokens import DocBin
 
-    from spacy_clinchunk.records import doc_to_record
+    from spacy_clinchunk.export.records import doc_to_record
 
     out = tmp_path / "out"
     run_corpus(corpus["config"], [corpus["inputs"]], out, fmt="docbin", code=str(corpus["code"]))

@@ -8,8 +8,8 @@ import pytest
 from spacy.util import registry
 
 from conftest import ROOT
-from spacy_clinchunk import embedders  # noqa: F401
-from spacy_clinchunk.embedders import (
+from spacy_clinchunk.embed import embedders  # noqa: F401
+from spacy_clinchunk.embed.embedders import (
     EmbedderError,
     SentenceTransformerEmbedder,
     StaticEmbedder,

@@ -8,9 +8,9 @@ from spacy.training import Example
 from spacy.util import registry
 
 from conftest import CONFIG_DIR, GSC_DIR, requires_shared_data
-from spacy_clinchunk.annotations import AnnotatedCorpus, read_annotated
+from spacy_clinchunk.groundtruth.annotations import AnnotatedCorpus, read_annotated
 from spacy_clinchunk.cli import main
-from spacy_clinchunk.evaluate import METRICS, ChunkScorer, document_tally, evaluate_corpus, iou
+from spacy_clinchunk.groundtruth.evaluate import METRICS, ChunkScorer, document_tally, evaluate_corpus, iou
 from spacy_clinchunk.pipeline import load_pipeline
 
 TEXT = "aaa bbb. ccc ddd."

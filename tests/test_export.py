@@ -4,8 +4,8 @@ import spacy
 
 import spacy_clinchunk
 from spacy_clinchunk.attrs import register_extensions
-from spacy_clinchunk.export import NO_ASSERTION, adapter_metadata, to_chroma, to_records, vector_metadata
-from spacy_clinchunk.records import RecordError, chunk_records
+from spacy_clinchunk.export.vectorstores import NO_ASSERTION, adapter_metadata, to_chroma, to_records, vector_metadata
+from spacy_clinchunk.export.records import RecordError, chunk_records
 
 NOTES = {
     "note_a": (
@@ -56,7 +56,7 @@ def test_to_chroma_query_returns_the_chunk_first(docs, tmp_path):
     chromadb = pytest.importorskip("chromadb")
     from chromadb.config import Settings
 
-    from spacy_clinchunk.export import default_embedder, query_chroma
+    from spacy_clinchunk.export.vectorstores import default_embedder, query_chroma
 
     client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
     collection = client.get_or_create_collection("notes", embedding_function=None)
@@ -112,7 +112,7 @@ def _collection(tmp_path, name):
 
 @pytest.mark.slow
 def test_to_chroma_any_group_filters_out_negated_findings(assertion_docs, tmp_path):
-    from spacy_clinchunk.export import default_embedder, query_chroma
+    from spacy_clinchunk.export.vectorstores import default_embedder, query_chroma
 
     collection = _collection(tmp_path, "clin")
     embedder = default_embedder()

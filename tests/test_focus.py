@@ -5,7 +5,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-import spacy_clinchunk.focus  # noqa: F401  (the factory, also reachable through entry points)
+import spacy_clinchunk.components.focus  # noqa: F401  (the factory, also reachable through entry points)
 from conftest import CONFIG_DIR, chunk_texts
 from spacy_clinchunk import attrs
 from spacy_clinchunk.pipeline import load_pipeline

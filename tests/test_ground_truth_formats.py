@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spacy.training import Example
 
-from spacy_clinchunk.annotations import (
+from spacy_clinchunk.groundtruth.annotations import (
     AnnotatedCorpus,
     AnnotatedDocument,
     Annotation,
@@ -20,10 +20,10 @@ from spacy_clinchunk.annotations import (
     load_documents,
     read_annotated,
 )
-from spacy_clinchunk.bioc import dumps_bioc_json, read_bioc_bytes, to_bioc_xml
-from spacy_clinchunk.brat import parse_ann, read_brat, to_ann
-from spacy_clinchunk.evaluate import ChunkScorer
-from spacy_clinchunk.voronoi import voronoi_block
+from spacy_clinchunk.groundtruth.bioc import dumps_bioc_json, read_bioc_bytes, to_bioc_xml
+from spacy_clinchunk.groundtruth.brat import parse_ann, read_brat, to_ann
+from spacy_clinchunk.groundtruth.evaluate import ChunkScorer
+from spacy_clinchunk.groundtruth.voronoi import voronoi_block
 
 TEXT = "Decreased vibratory sense in the feet. No seizures. Café-au-lait spots noted."
 

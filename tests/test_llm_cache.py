@@ -8,7 +8,7 @@ import textwrap
 from spacy.util import registry
 
 from llm_server import FakeLLMServer
-from spacy_clinchunk.llm_cache import SQLiteCache, cache_key, default_cache_path, resolve_cache_path
+from spacy_clinchunk.llm.cache import SQLiteCache, cache_key, default_cache_path, resolve_cache_path
 
 
 def test_put_get_and_persistence(tmp_path):

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from cli_helpers import run_cli
 from conftest import CONFIG_DIR
 from llm_server import answer_for, refused_url
-from spacy_clinchunk.llm_context import LLMContextError, clean_context
-from spacy_clinchunk.tokens import count_tokens, get_encoding
+from spacy_clinchunk.components.llm_context import LLMContextError, clean_context
+from spacy_clinchunk.llm.tokens import count_tokens, get_encoding
 
 KEY = "clin_rag_chunks"
 ENC = get_encoding("cl100k_base")

@@ -12,7 +12,7 @@ import spacy
 from spacy.util import registry
 
 from llm_server import FakeLLMServer, SocketFaultServer, answer_for
-from spacy_clinchunk.llm_clients import TransientLLMError
+from spacy_clinchunk.llm.clients import TransientLLMError
 
 KEY = "clin_rag_chunks"
 NOTE = (

@@ -15,7 +15,7 @@ import spacy
 
 from llm_server import FakeLLMServer
 from spacy_clinchunk.spans import seed_ranges
-from spacy_clinchunk.tokens import get_encoding
+from spacy_clinchunk.llm.tokens import get_encoding
 
 KEY = "clin_rag_chunks"
 ENC = get_encoding("cl100k_base")
@@ -172,7 +172,7 @@ class CountingEncoding:
 @pytest.mark.parametrize("sentences", [60, 600, 6000])
 def test_windowing_encodes_each_character_a_bounded_number_of_times(sentences, monkeypatch):
     """Linear in the note: the whole note once, then each window once (plus rare re-checks)."""
-    import spacy_clinchunk.tokens as tokens
+    import spacy_clinchunk.llm.tokens as tokens
 
     counting = CountingEncoding(ENC)
     monkeypatch.setattr(tokens, "get_encoding", lambda name: counting)

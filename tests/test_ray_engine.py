@@ -102,7 +102,7 @@ def test_ray_docbin_output(ray_cluster, corpus, tmp_path):
     import spacy
     from spacy.tokens import DocBin
 
-    from spacy_clinchunk.records import doc_to_record
+    from spacy_clinchunk.export.records import doc_to_record
 
     out = tmp_path / "out"
     run_corpus(corpus["config"], [corpus["inputs"]], out, engine="ray", workers=2, fmt="docbin", code=str(corpus["code"]))

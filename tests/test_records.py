@@ -9,8 +9,8 @@ from spacy.tokens import Span
 
 from spacy_clinchunk.attrs import register_extensions
 from spacy_clinchunk.cli import main
-from spacy_clinchunk.export import load_nlp
-from spacy_clinchunk.records import (
+from spacy_clinchunk.export.vectorstores import load_nlp
+from spacy_clinchunk.export.records import (
     RECORD_FIELDS,
     RECORD_FORMATS,
     RecordError,

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spacy_clinchunk import attrs
-from spacy_clinchunk.embedders import EmbedderError, loaded_models
+from spacy_clinchunk.embed.embedders import EmbedderError, loaded_models
 from spacy_clinchunk.pipeline import load_pipeline
 from spacy_clinchunk.resources_io import SUPPORTED_LANGUAGES, load_word_list
-from spacy_clinchunk.semantic_window import SemanticWindow
+from spacy_clinchunk.components.semantic_window import SemanticWindow
 from semantic_doubles import TopicEmbedder  # noqa: F401  (registers test.TopicEmbedder.v1)
 
 from conftest import CONFIG_DIR, ROOT, chunk_texts

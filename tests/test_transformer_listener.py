@@ -8,7 +8,7 @@ import pytest
 import spacy
 
 from conftest import CONFIG_DIR, EXAMPLE_NOTE
-from spacy_clinchunk.embedders import EmbedderError
+from spacy_clinchunk.embed.embedders import EmbedderError
 
 LISTENER = {"@misc": "spacy_clinchunk.TransformerListener.v1"}
 TEXT = (
@@ -46,7 +46,7 @@ def test_exact_mode_with_the_listener_is_refused_at_construction():
 
 
 def test_listener_cannot_encode_free_text():
-    from spacy_clinchunk.transformer_listener import TransformerListenerEmbedder
+    from spacy_clinchunk.embed.transformer_listener import TransformerListenerEmbedder
 
     with pytest.raises(EmbedderError, match="cannot encode free text"):
         TransformerListenerEmbedder().encode(["fever"])

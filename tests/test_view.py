@@ -13,8 +13,8 @@ import spacy
 
 from spacy_clinchunk.attrs import ASSERTION_VIEW_KEY, register_extensions
 from spacy_clinchunk.cli import main
-from spacy_clinchunk.records import RecordError
-from spacy_clinchunk.view import ASSERTION_COLORS, label_by_assertion, render_displacy, render_html
+from spacy_clinchunk.export.records import RecordError
+from spacy_clinchunk.export.view import ASSERTION_COLORS, label_by_assertion, render_displacy, render_html
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTE = ROOT / "resources" / "examples" / "discharge_summary_en.txt"

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import GSC_DIR, requires_shared_data
-from spacy_clinchunk.voronoi import (
+from spacy_clinchunk.groundtruth.voronoi import (
     OverlapError,
     VoronoiError,
     annotation_parts,

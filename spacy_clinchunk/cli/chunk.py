@@ -19,7 +19,7 @@ STAGE_FLAGS = {
 
 
 def add_parser(subparsers: Any) -> None:
-    from ..records import RECORD_FORMATS
+    from ..export.records import RECORD_FORMATS
 
     parser = subparsers.add_parser(
         "chunk",
@@ -180,7 +180,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
 
 def _input_files(paths: List[str]):
     """The files to read, or one line: missing paths, or nothing we read."""
-    from ..inputs import READ_SUFFIXES, InputError, expand_input_files
+    from ..corpus.inputs import READ_SUFFIXES, InputError, expand_input_files
 
     try:
         files = expand_input_files(paths)
@@ -214,7 +214,7 @@ def _progress(args: argparse.Namespace, files: List[Any]):
 
 def _record_sink(args: argparse.Namespace):
     """A chunk-record writer (records.RECORD_FORMATS) when ``--format`` names one, else None."""
-    from ..records import RECORD_FORMATS, RecordError, open_sink
+    from ..export.records import RECORD_FORMATS, RecordError, open_sink
 
     if args.format not in RECORD_FORMATS:
         return None
@@ -225,7 +225,7 @@ def _record_sink(args: argparse.Namespace):
 
 
 def _write_records(sink, doc, spans_key: str) -> None:
-    from ..records import RecordError, chunk_records
+    from ..export.records import RecordError, chunk_records
 
     try:
         sink.write(chunk_records(doc, spans_key))
@@ -250,7 +250,7 @@ def _open_output(path: Optional[str], mode: int) -> TextIO:
 def process(nlp, files: Iterable[Any], batch_size: int) -> Iterator[Tuple[Any, Any, Optional[str]]]:
     """Yield ``(item, doc, error)`` with the corpus runs' own processing and error handling."""
     from ..corpus.processing import process_items
-    from ..inputs import read_file
+    from ..corpus.inputs import read_file
 
     docs = (doc for file in files for doc in read_file(file))
     yield from process_items(nlp, docs, batch_size=batch_size)
@@ -273,7 +273,7 @@ def write_doc(out: TextIO, fmt: str, doc_id: str, doc, spans_key: str) -> None:
 
 def _print_llm_usage(usages: List[Dict[str, Any]]) -> None:
     """One stderr line: what clin_llm_context cost over the whole run."""
-    from ..llm_context import sum_usage
+    from ..components.llm_context import sum_usage
 
     total = sum_usage(usages)
     fields = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "failures", "skipped", "seconds")

@@ -41,7 +41,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
-    from ..annotations import annotation_summary, corpus_counts, read_corpus_file
+    from ..groundtruth.annotations import annotation_summary, corpus_counts, read_corpus_file
 
     if extra:
         raise CLIError(f"unrecognized arguments: {' '.join(extra)}")
@@ -77,8 +77,8 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
 
 def write_output(args: argparse.Namespace, documents: List[Any], output: Path) -> "tuple[int, int]":
     """Write ``documents`` in ``args.to``; returns ``(documents written, annotations left out)``."""
-    from ..annotation_files import atomic_write
-    from ..annotations import AnnotationError, document_to_record
+    from ..groundtruth.files import atomic_write
+    from ..groundtruth.annotations import AnnotationError, document_to_record
 
     if args.to in ("bioc-json", "bioc-xml", "docbin"):
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -95,7 +95,7 @@ def write_output(args: argparse.Namespace, documents: List[Any], output: Path) -
         if args.to == "json":
             atomic_write(output / f"{stem}.json", json.dumps(document_to_record(document), indent=2, ensure_ascii=False) + "\n")
         else:
-            from ..brat import write_brat
+            from ..groundtruth.brat import write_brat
 
             try:
                 left_out += write_brat(document, output, stem)[1]
@@ -116,11 +116,11 @@ def _unique(names: Dict[str, Any], document: Any) -> str:
 
 def _collection(args: argparse.Namespace, documents: List[Any]) -> Any:
     if args.to == "bioc-json":
-        from ..bioc import dumps_bioc_json
+        from ..groundtruth.bioc import dumps_bioc_json
 
         return dumps_bioc_json(documents)
     if args.to == "bioc-xml":
-        from ..bioc import to_bioc_xml
+        from ..groundtruth.bioc import to_bioc_xml
 
         return to_bioc_xml(documents)
     return docbin_bytes(documents, args.lang, args.expansion_ratios, args.spans_key)
@@ -131,8 +131,8 @@ def docbin_bytes(documents: List[Any], lang: str, ratios: List[float], spans_key
     import spacy
     from spacy.tokens import DocBin
 
-    from ..annotations import document_to_doc
-    from ..voronoi import VoronoiError
+    from ..groundtruth.annotations import document_to_doc
+    from ..groundtruth.voronoi import VoronoiError
 
     try:
         nlp = spacy.blank(lang)

@@ -30,14 +30,14 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def policy_of(args: argparse.Namespace) -> Any:
-    from ..annotations import ReadPolicy
+    from ..groundtruth.annotations import ReadPolicy
 
     return ReadPolicy(args.unlocated, args.snippet_mismatch)
 
 
 def input_files(path: str, pattern: Optional[str], format: str) -> List[Path]:
     """Files of a corpus directory (or one file), refusing an empty selection."""
-    from ..annotations import AnnotationError, annotated_files
+    from ..groundtruth.annotations import AnnotationError, annotated_files
 
     try:
         files = annotated_files(path, pattern, format)

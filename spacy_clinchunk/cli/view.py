@@ -27,8 +27,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
-    from ..records import RecordError, open_private
-    from ..view import render_html
+    from ..export.records import RecordError, open_private
+    from ..export.view import render_html
 
     if not args.output and not args.serve:
         raise CLIError("give --output FILE.html and/or --serve")
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
 
 def _chunk_note(args: argparse.Namespace, extra: List[str]):
     from ..attrs import register_extensions
-    from ..inputs import read_file
+    from ..corpus.inputs import read_file
     from ..pipeline import PipelineError, default_spans_key, load_pipeline, strategy_config
     from .chunk import parse_overrides
 

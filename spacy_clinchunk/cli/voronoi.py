@@ -3,7 +3,7 @@
 Our JSON files are augmented in place: every other field and the key order are kept;
 the file's JSON layout (indent, ASCII escaping, final newline) is reproduced; writes are
 atomic, go through symlinks to their target, and keep the file's mode
-(:mod:`spacy_clinchunk.annotation_files`); a re-run with the same parameters leaves the
+(:mod:`spacy_clinchunk.groundtruth.files`); a re-run with the same parameters leaves the
 file byte-identical. With ``--output-dir`` (required for brat and BioC input) each
 document is written there as ``<doc_id>.json`` in our schema, owner-only when new.
 ``SOURCE_DATE_EPOCH``, when set, fixes ``generated_at`` (reproducible output).
@@ -92,7 +92,7 @@ def serialize(record: Any, raw: str) -> str:
 
 def document_block(document: Any, params: Dict[str, Any]) -> Dict[str, Any]:
     """``voronoi_v1`` of a loaded document: located annotations get territories; unlocated ones are listed."""
-    from ..voronoi import voronoi_block
+    from ..groundtruth.voronoi import voronoi_block
 
     located = {
         "full_text": document.text,
@@ -116,9 +116,9 @@ class Outcome:
 
 def augment_file(path: Path, params: Dict[str, Any], dry_run: bool, policy: Any = None) -> Outcome:
     """Augment one JSON file of our schema in place."""
-    from ..annotation_files import atomic_write, remove_stale_temps, resolve_target
-    from ..annotations import AnnotationError, document_from_record, is_annotated_record, parse_bytes
-    from ..voronoi import VARIANTS_FIELD, VARIANTS_NAME, OverlapError, VoronoiError, same_block
+    from ..groundtruth.files import atomic_write, remove_stale_temps, resolve_target
+    from ..groundtruth.annotations import AnnotationError, document_from_record, is_annotated_record, parse_bytes
+    from ..groundtruth.voronoi import VARIANTS_FIELD, VARIANTS_NAME, OverlapError, VoronoiError, same_block
 
     stale = 0 if dry_run else len(remove_stale_temps(resolve_target(path)))
     try:
@@ -174,10 +174,10 @@ def write_documents(
     path: Path, folder: Path, params: Dict[str, Any], dry_run: bool, policy: Any, format: str, taken: Dict[str, Path]
 ) -> Outcome:
     """Write each document of one file (any format) to ``folder/<doc_id>.json`` with its block."""
-    from ..annotations import FAILED as READ_FAILED
-    from ..annotations import SKIPPED as READ_SKIPPED
-    from ..annotations import read_corpus_file
-    from ..voronoi import OverlapError, VoronoiError
+    from ..groundtruth.annotations import FAILED as READ_FAILED
+    from ..groundtruth.annotations import SKIPPED as READ_SKIPPED
+    from ..groundtruth.annotations import read_corpus_file
+    from ..groundtruth.voronoi import OverlapError, VoronoiError
 
     result = read_corpus_file(path, format, policy)
     if result.outcome == READ_SKIPPED:
@@ -210,9 +210,9 @@ def write_documents(
 
 def _write_record(target: Path, document: Any, block: Dict[str, Any], dry_run: bool) -> Tuple[bool, int]:
     """Write ``document`` with ``block`` to ``target`` unless it holds the same already: ``(written, stale temps removed)``."""
-    from ..annotation_files import atomic_write, remove_stale_temps
-    from ..annotations import AnnotationError, document_to_record, parse_bytes
-    from ..voronoi import VARIANTS_FIELD, VARIANTS_NAME, same_block
+    from ..groundtruth.files import atomic_write, remove_stale_temps
+    from ..groundtruth.annotations import AnnotationError, document_to_record, parse_bytes
+    from ..groundtruth.voronoi import VARIANTS_FIELD, VARIANTS_NAME, same_block
 
     removed = 0 if dry_run else len(remove_stale_temps(target))
     old_raw = target.read_bytes() if target.is_file() else None
@@ -249,8 +249,8 @@ def list_files(args: argparse.Namespace) -> List[Path]:
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
-    from ..annotations import annotation_summary
-    from ..voronoi import VoronoiError, validate_ratios
+    from ..groundtruth.annotations import annotation_summary
+    from ..groundtruth.voronoi import VoronoiError, validate_ratios
 
     if extra:
         raise CLIError(f"unrecognized arguments: {' '.join(extra)}")

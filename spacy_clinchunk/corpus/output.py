@@ -41,7 +41,7 @@ DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
 
 def record_line(doc, doc_id: str, spans_key: str) -> str:
     """One JSON line for one document: the single serialization of CLI and corpus records."""
-    from ..records import doc_to_record
+    from ..export.records import doc_to_record
 
     return json.dumps(doc_to_record(doc, spans_key, doc_id=doc_id), ensure_ascii=False) + "\n"
 

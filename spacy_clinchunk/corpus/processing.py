@@ -6,7 +6,7 @@ One failing document never stops a batch: unreadable inputs, notes longer than
 from collections import deque
 from typing import Any, Deque, Dict, Iterable, Iterator, Optional, Tuple
 
-from ..inputs import InputDoc
+from .inputs import InputDoc
 
 # doc.user_data key where the corpus error handler records a component's failure
 ERROR_MARK = "clinchunk_error"

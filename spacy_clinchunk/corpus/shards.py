@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from ..inputs import (
+from .inputs import (
     JSONL_SUFFIXES,
     STDIN,
     InputDoc,

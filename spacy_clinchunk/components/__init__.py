@@ -1,0 +1,1 @@
+"""Components: every spaCy factory of the package (one module each), their shared base and settings."""

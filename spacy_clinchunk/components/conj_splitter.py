@@ -1,0 +1,122 @@
+"""clin_conj_splitter: split before coordinating conjunctions and transition markers.
+
+The conjunction starts the next chunk ("seizures" | "but no developmental delay").
+Fixed expressions ("and/or", "back and forth") are never cut, and a conjunction
+that joins single words ("aplastic or hypoplastic nails") is kept when fewer than
+``min_words_before`` words precede it in the current chunk. With ``keep_coordinated``
+(off by default) a conjunction inside a coordinated concept ("cleft lip and palate",
+"carpal and tarsal bones") is kept too (see :mod:`spacy_clinchunk.components.coordination`).
+"""
+
+import re
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from spacy.language import Language
+
+from .. import attrs
+from .base import ChunkRefiner
+from .coordination import COORDINATION_RESOURCES, rules_from_resources
+from ..resources_io import Override
+from ..spans import Range, strip_range
+from .settings import check_settings
+
+FACTORY = "clin_conj_splitter"
+_WORD = re.compile(r"\S+")
+
+
+@Language.factory(
+    FACTORY,
+    default_config={
+        "spans_key": attrs.CHUNKS_KEY,
+        "language": None,
+        "min_words_before": 2,
+        "min_words_after": 1,
+        "keep_coordinated": False,
+        "overrides": {},
+    },
+    assigns=["doc.spans"],
+)
+def make_conj_splitter(
+    nlp: Language,
+    name: str,
+    spans_key: str,
+    language: Optional[str],
+    min_words_before: int,
+    min_words_after: int,
+    keep_coordinated: bool,
+    overrides: Dict[str, Override],
+):
+    check_settings(FACTORY, name, locals())
+    return ConjSplitter(
+        nlp,
+        name,
+        spans_key=spans_key,
+        language=language,
+        overrides=overrides,
+        min_words_before=min_words_before,
+        min_words_after=min_words_after,
+        keep_coordinated=keep_coordinated,
+    )
+
+
+def _phrase_pattern(phrases: Sequence[str]) -> str:
+    # longest first so "as well as" wins over "as"; internal spaces match any whitespace run
+    ordered = sorted({p.strip().lower() for p in phrases if p.strip()}, key=len, reverse=True)
+    return "|".join(r"\s+".join(re.escape(part) for part in p.split()) for p in ordered)
+
+
+class ConjSplitter(ChunkRefiner):
+    """Split chunks before conjunctions ("and", "but", "oder", "sino" ...)."""
+
+    resource_names = ("coordinating_conjunctions", "transition_markers", "conjunction_fixed_expressions")
+    compiled = ("marker_re", "fixed_re")
+
+    def __init__(
+        self,
+        nlp: Language,
+        name: str,
+        *,
+        min_words_before: int = 2,
+        min_words_after: int = 1,
+        keep_coordinated: bool = False,
+        **kwargs,
+    ) -> None:
+        self.min_words_before = max(1, int(min_words_before))
+        self.min_words_after = max(1, int(min_words_after))
+        self.keep_coordinated = bool(keep_coordinated)
+        if self.keep_coordinated:  # its word lists travel with the component only when used
+            self.resource_names = type(self).resource_names + COORDINATION_RESOURCES
+        super().__init__(nlp, name, **kwargs)
+
+    def setup(self) -> None:
+        markers = list(self.resources["coordinating_conjunctions"]) + list(self.resources["transition_markers"])
+        self.marker_re = re.compile(rf"(?<!\S)(?:{_phrase_pattern(markers)})(?=\s)", re.IGNORECASE)
+        fixed = self.resources["conjunction_fixed_expressions"]
+        self.fixed_re = (
+            re.compile(rf"(?<![\w/])(?:{_phrase_pattern(fixed)})(?![\w/])", re.IGNORECASE) if fixed else None
+        )
+        self.coordination = rules_from_resources(self.resources, self.lang) if self.keep_coordinated else None
+
+    def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
+        protected = self._protected(text, start, end)
+        pieces: List[Range] = []
+        cursor = start
+        for match in self.marker_re.finditer(text, start, end):
+            split = match.start()
+            if any(a <= split < b for a, b in protected):
+                continue
+            if len(_WORD.findall(text, cursor, split)) < self.min_words_before:
+                continue
+            if len(_WORD.findall(text, match.end(), end)) < self.min_words_after:
+                continue
+            if self.coordination is not None and self.coordination.keeps(text, (start, end), (split, match.end())):
+                continue
+            pieces.append((cursor, split))
+            cursor = split
+        pieces.append((cursor, end))
+        return [r for r in (strip_range(text, s, e) for s, e in pieces) if r[0] < r[1]]
+
+    def _protected(self, text: str, start: int, end: int) -> List[Tuple[int, int]]:
+        if self.fixed_re is None:
+            return []
+        return [(m.start(), m.end()) for m in self.fixed_re.finditer(text, start, end)]

@@ -1,0 +1,112 @@
+"""clin_punct_splitter: clause splitting at ``. , : ; ? !`` followed by whitespace.
+
+Never splits inside abbreviations (per-language list plus dotted forms such as
+``b.i.d.`` and initials ``A.B.``), numbers (``98.6``, ``1,5``), times, dates, or
+after a list enumerator at the start of a line. The punctuation that causes a split
+belongs to neither chunk. With ``keep_coordinated`` (off by default) a comma between
+short phrases sharing a word ("cleft lip, cleft palate") is kept (see
+:mod:`spacy_clinchunk.components.coordination`).
+"""
+
+import re
+from typing import Dict, Iterable, List, Optional
+
+from spacy.language import Language
+
+from .. import attrs
+from .base import ChunkRefiner
+from .coordination import COORDINATION_RESOURCES, rules_from_resources
+from ..resources_io import Override, load_json_resource
+from ..spans import Range, strip_range
+
+FACTORY = "clin_punct_splitter"
+
+_CANDIDATE = re.compile(r"[.,:;?!]+(?=\s|$)")
+_ENUMERATOR = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)]$")
+_ORDINAL = re.compile(r"^\d{1,4}\.$")
+
+
+@Language.factory(
+    FACTORY,
+    default_config={"spans_key": attrs.CHUNKS_KEY, "language": None, "keep_coordinated": False, "overrides": {}},
+    assigns=["doc.spans"],
+)
+def make_punct_splitter(
+    nlp: Language,
+    name: str,
+    spans_key: str,
+    language: Optional[str],
+    keep_coordinated: bool,
+    overrides: Dict[str, Override],
+):
+    return PunctSplitter(
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides, keep_coordinated=keep_coordinated
+    )
+
+
+class PunctSplitter(ChunkRefiner):
+    """Split chunks into clauses at sentence and clause punctuation."""
+
+    resource_names = ("abbreviations", "introducer_abbreviations")
+    package_data = ("punct_rules",)
+    compiled = ("introducers", "ordinal_period")
+
+    def __init__(self, nlp: Language, name: str, *, keep_coordinated: bool = False, **kwargs) -> None:
+        self.keep_coordinated = bool(keep_coordinated)
+        if self.keep_coordinated:  # its word lists travel with the component only when used
+            self.resource_names = type(self).resource_names + COORDINATION_RESOURCES
+        super().__init__(nlp, name, **kwargs)
+
+    def setup(self) -> None:
+        self.coordination = rules_from_resources(self.resources, self.lang) if self.keep_coordinated else None
+        self.introducers = {a.lower() for a in self.resources["introducer_abbreviations"]}
+        self.ordinal_period = bool(self.resources["punct_rules"].get("ordinal_period", False))
+
+    def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
+        pieces: List[Range] = []
+        cursor = start
+        for match in _CANDIDATE.finditer(text, start, end):
+            boundary = self._boundary(text, match.start(), match.end(), start, end)
+            if boundary is None:
+                continue
+            if self.coordination is not None and match.group() == "," and self.coordination.keeps_comma(
+                text, (cursor, end), (match.start(), match.end())
+            ):
+                continue
+            pieces.append((cursor, boundary))
+            cursor = match.end()
+        pieces.append((cursor, end))
+        return [r for r in (strip_range(text, s, e) for s, e in pieces) if r[0] < r[1]]
+
+    def _boundary(self, text: str, p: int, q: int, start: int, end: int) -> Optional[int]:
+        """Where the chunk before the punctuation run ``text[p:q]`` ends, or None to keep it."""
+        word_start = p
+        while word_start > start and not text[word_start - 1].isspace():
+            word_start -= 1
+        body = text[word_start:p]  # the word without the punctuation run
+        if not body:  # a lone punctuation mark between spaces is a boundary
+            return p
+        punct = text[p:q]
+        if punct[0] == "." and self.abbreviation_rule(body + "."):
+            body, p, punct = body + ".", p + 1, punct[1:]  # the period belongs to the word
+            if not punct:
+                return None
+        word = body + punct
+        if _ENUMERATOR.match(word) and _at_line_start(text, word_start):
+            return None  # "1." at line start opens a chunk
+        if punct == "." and self.ordinal_period and _ORDINAL.match(word) and _continues_with_word(text, q, end):
+            return None
+        if punct in {",", ":"} and body.lower() in self.introducers:
+            return None  # "i.e., long fingers": the comma belongs to the introducer
+        return p
+
+
+def _at_line_start(text: str, index: int) -> bool:
+    line_start = text.rfind("\n", 0, index) + 1
+    return not text[line_start:index].strip()
+
+
+def _continues_with_word(text: str, q: int, end: int) -> bool:
+    """German ordinals ("am 3. Tag"): the period is kept when a word follows on the line."""
+    rest = text[q:end].lstrip(" \t")
+    return bool(rest) and rest[0].isalpha()

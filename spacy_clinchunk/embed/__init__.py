@@ -1,0 +1,1 @@
+"""Embedders: sentence-transformers, static and transformer-listener models behind one interface."""

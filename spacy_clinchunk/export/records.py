@@ -1,0 +1,334 @@
+"""JSON-serializable records of chunked documents: one model for every span group.
+
+:func:`chunk_records` turns one span group of a ``Doc`` into flat chunk records
+(:data:`RECORD_FIELDS`); JSONL, Parquet and Hugging Face ``datasets`` are all built
+from them, so every export carries the same fields. :func:`doc_to_record` is the
+older per-document shape the ``chunk`` CLI and corpus shards write as ``jsonl``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple, Union
+
+from spacy.tokens import Doc, Span
+
+from .. import attrs
+
+# Record fields, in order. ``attributes`` holds any other extension value the pipeline set.
+RECORD_FIELDS = (
+    "id",
+    "doc_id",
+    "source",
+    "spans_key",
+    "index",
+    "start",
+    "end",
+    "text",
+    "label",
+    "assertion",
+    "assertion_cues",
+    "section",
+    "context",
+    "enriched_text",
+    "token_count",
+    "attributes",
+)
+CUE_FIELDS = ("text", "category", "direction", "literal", "start_char", "end_char")
+# extension values with a record field of their own, or derived from one (the is_* flags)
+_OWN_FIELDS = {"assertion", "assertion_cues", "section", "context", "enriched_text", "token_count"}
+_DERIVED = {"is_negated", "is_uncertain", "is_historical", "is_hypothetical", "is_family", "is_normal"}
+
+
+class RecordError(ValueError):
+    """A document or span group cannot be turned into records (message is one line)."""
+
+
+def document_id(doc: Doc) -> str:
+    """``Doc._.doc_id``, or for a document without one ``doc-`` + a hash of its text (stable across reruns)."""
+    attrs.register_extensions()
+    if doc._.doc_id is not None and str(doc._.doc_id) != "":
+        return str(doc._.doc_id)
+    return "doc-" + hashlib.sha1(doc.text.encode("utf-8")).hexdigest()[:16]
+
+
+def chunk_id(doc_id: str, start: int, end: int) -> str:
+    """Stable chunk id: document id plus character offsets."""
+    return f"{doc_id}:{start}-{end}"
+
+
+def registered_extensions(skip: Iterable[str] = ()) -> List[Tuple[str, Any]]:
+    """(name, default) of the package's span extensions registered now, less ``skip``."""
+    skipped = set(skip)
+    return [(n, d) for n, d in attrs.SPAN_EXTENSIONS.items() if n not in skipped and Span.has_extension(n)]
+
+
+def span_attributes(span: Span, extensions: Optional[List[Tuple[str, Any]]] = None) -> Dict[str, Any]:
+    """Every package extension attribute the pipeline set on ``span`` (non-default values).
+
+    ``extensions`` (from :func:`registered_extensions`) lets a caller with many spans look
+    the registry up once; ``span._`` is built once per span, not once per attribute."""
+    found: Dict[str, Any] = {}
+    underscore = span._
+    for name, default in registered_extensions() if extensions is None else extensions:
+        value = getattr(underscore, name)
+        if value is not None and value != default:
+            found[name] = value
+    return found
+
+
+def span_group(doc: Doc, spans_key: str) -> List[Span]:
+    """The spans of ``doc.spans[spans_key]``; a missing group is an error naming the groups there are."""
+    if spans_key not in doc.spans:
+        present = ", ".join(sorted(doc.spans.keys())) or "none"
+        raise RecordError(f"document {document_id(doc)} has no span group '{spans_key}' (groups: {present})")
+    return list(doc.spans[spans_key])
+
+
+def chunk_records(doc: Doc, spans_key: str = attrs.CHUNKS_KEY) -> List[Dict[str, Any]]:
+    """One flat record per span of ``doc.spans[spans_key]`` (an empty group gives ``[]``).
+
+    Values the pipeline did not set are ``None`` (``assertion_cues``: ``[]``); nothing is dropped.
+    """
+    attrs.register_extensions()
+    doc_id = document_id(doc)
+    source = doc._.source
+    seen: Dict[str, int] = {}
+    records = []
+    extensions = registered_extensions(skip=_DERIVED)  # derived flags are not record fields
+    for index, span in enumerate(span_group(doc, spans_key)):
+        base = chunk_id(doc_id, span.start_char, span.end_char)
+        repeat = seen.get(base, 0)
+        seen[base] = repeat + 1
+        set_values = span_attributes(span, extensions)
+        records.append(
+            {
+                "id": base if repeat == 0 else f"{base}#{repeat}",
+                "doc_id": doc_id,
+                "source": None if source is None else str(source),
+                "spans_key": spans_key,
+                "index": index,
+                "start": span.start_char,
+                "end": span.end_char,
+                "text": span.text,
+                "label": span.label_ or None,
+                "assertion": set_values.get("assertion"),
+                "assertion_cues": list(set_values.get("assertion_cues") or []),
+                "section": set_values.get("section"),
+                "context": set_values.get("context"),
+                "enriched_text": set_values.get("enriched_text"),
+                "token_count": set_values.get("token_count"),
+                "attributes": {k: v for k, v in set_values.items() if k not in _OWN_FIELDS | _DERIVED},
+            }
+        )
+    return records
+
+
+def iter_records(docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY) -> Iterator[Dict[str, Any]]:
+    for doc in docs:
+        yield from chunk_records(doc, spans_key)
+
+
+def span_record(span: Span) -> Dict[str, Any]:
+    record: Dict[str, Any] = {"text": span.text, "start": span.start_char, "end": span.end_char}
+    record.update(span_attributes(span))
+    return record
+
+
+def doc_to_record(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, doc_id: Optional[str] = None) -> Dict[str, Any]:
+    """``{"id", "chunks": [{"text", "start", "end", ...attributes}]}`` for one document.
+
+    Every span group the pipeline wrote besides ``spans_key`` is listed under ``groups``.
+    """
+    attrs.register_extensions()
+    record: Dict[str, Any] = {"id": doc_id if doc_id is not None else doc._.doc_id}
+    record["chunks"] = [span_record(s) for s in doc.spans[spans_key]] if spans_key in doc.spans else []
+    others = {key: [span_record(s) for s in group] for key, group in doc.spans.items() if key != spans_key}
+    if others:
+        record["groups"] = others
+    doc_extras: Dict[str, Any] = {}
+    for name, default in attrs.DOC_EXTENSIONS.items():
+        if name == "doc_id" or not Doc.has_extension(name):
+            continue
+        value = getattr(doc._, name)
+        if value is not None and value != default:
+            doc_extras[name] = value
+    if doc_extras:
+        record["doc"] = doc_extras
+    return record
+
+
+# Serialization ---------------------------------------------------------------
+
+
+def record_json(record: Dict[str, Any]) -> str:
+    """One JSON line; a value JSON cannot hold is an error naming the chunk and field."""
+    try:
+        return json.dumps(record, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        field = next((k for k, v in record.items() if not _json_ok(v)), "?")
+        raise RecordError(f"chunk {record.get('id')}: field '{field}' is not JSON-serializable ({err})") from None
+
+
+def _json_ok(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def flat_row(record: Dict[str, Any]) -> Dict[str, Any]:
+    """The record with typed cues and ``attributes`` as a JSON string (the Arrow/Parquet row)."""
+    row = dict(record)
+    row["assertion_cues"] = [{name: _cue_value(cue, name) for name in CUE_FIELDS} for cue in record["assertion_cues"]]
+    row["attributes"] = json.dumps(record["attributes"], ensure_ascii=False, sort_keys=True) if record["attributes"] else None
+    if not _json_ok(record["attributes"]):
+        record_json(record)  # raises the one-line error
+    return row
+
+
+def _cue_value(cue: Dict[str, Any], name: str) -> Any:
+    value = cue.get(name)
+    if name in ("start_char", "end_char"):
+        return None if value is None else int(value)
+    return None if value is None else str(value)
+
+
+def arrow_schema():
+    """Arrow schema of :func:`flat_row` (pyarrow imported on use)."""
+    import pyarrow as pa
+
+    cue = pa.struct([(n, pa.int64() if n.endswith("_char") else pa.string()) for n in CUE_FIELDS])
+    types = {"index": pa.int64(), "start": pa.int64(), "end": pa.int64(), "token_count": pa.int64(),
+             "assertion_cues": pa.list_(cue)}
+    return pa.schema([(name, types.get(name, pa.string())) for name in RECORD_FIELDS])
+
+
+def to_arrow(records: Iterable[Dict[str, Any]]):
+    """A ``pyarrow.Table`` of chunk records (empty input gives an empty table with the schema)."""
+    import pyarrow as pa
+
+    return pa.Table.from_pylist([flat_row(r) for r in records], schema=arrow_schema())
+
+
+def to_dataset(docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY):
+    """A Hugging Face ``datasets.Dataset`` with one row per chunk (columns :data:`RECORD_FIELDS`)."""
+    rows = [flat_row(r) for r in iter_records(docs, spans_key)]
+    return _dataset(rows)
+
+
+def _dataset(rows: List[Dict[str, Any]]):
+    try:
+        from datasets import Dataset, Features
+    except ImportError as err:
+        raise RecordError("the Hugging Face dataset export needs `pip install spacy-clinchunk[datasets]`") from err
+    return Dataset.from_list(rows, features=Features.from_arrow_schema(arrow_schema()))
+
+
+def open_private(path: Union[str, Path], mode: str = "w") -> Any:
+    """Open ``path`` for writing, readable by its owner only (files hold note text)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.chmod(path, 0o600)  # an existing file keeps its old mode otherwise
+    return os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+
+
+def _make_private(root: Path) -> None:
+    for dirpath, _dirs, files in os.walk(root):
+        os.chmod(dirpath, 0o700)
+        for name in files:
+            os.chmod(os.path.join(dirpath, name), 0o600)
+
+
+# Writers: format name -> sink. The ``chunk`` CLI offers every key of RECORD_FORMATS.
+
+
+class JsonlSink:
+    """Chunk records as JSON lines, to a file (0600) or a text stream such as stdout."""
+
+    def __init__(self, target: Union[str, Path, TextIO, None]):
+        import sys
+
+        self._own = not (target is None or hasattr(target, "write"))
+        self._out: TextIO = open_private(target) if self._own else (target or sys.stdout)  # type: ignore[arg-type]
+
+    def write(self, records: Iterable[Dict[str, Any]]) -> int:
+        count = 0
+        for record in records:
+            self._out.write(record_json(record) + "\n")
+            count += 1
+        return count
+
+    def close(self) -> None:
+        if self._own:
+            self._out.close()
+
+
+class ParquetSink:
+    """Chunk records as one Parquet file (0600), written batch by batch."""
+
+    def __init__(self, target: Union[str, Path, None]):
+        if target is None or hasattr(target, "write"):
+            raise RecordError("--format parquet needs --output FILE.parquet")
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as err:
+            raise RecordError("the Parquet export needs `pip install spacy-clinchunk[parquet]`") from err
+        self._file = open_private(target, "wb")
+        self._writer = pq.ParquetWriter(self._file, arrow_schema())
+
+    def write(self, records: Iterable[Dict[str, Any]]) -> int:
+        table = to_arrow(records)
+        if table.num_rows:
+            self._writer.write_table(table)
+        return table.num_rows
+
+    def close(self) -> None:
+        self._writer.close()
+        self._file.close()
+
+
+class DatasetSink:
+    """Chunk records as a Hugging Face dataset saved with ``save_to_disk`` (a directory, owner-only)."""
+
+    def __init__(self, target: Union[str, Path, None]):
+        if target is None or hasattr(target, "write"):
+            raise RecordError("--format hf needs --output DIRECTORY")
+        self._path = Path(target)
+        self._rows: List[Dict[str, Any]] = []
+
+    def write(self, records: Iterable[Dict[str, Any]]) -> int:
+        rows = [flat_row(r) for r in records]
+        self._rows.extend(rows)
+        return len(rows)
+
+    def close(self) -> None:
+        _dataset(self._rows).save_to_disk(str(self._path))
+        _make_private(self._path)
+
+
+RECORD_FORMATS: Dict[str, Callable[[Any], Any]] = {
+    "records": JsonlSink,
+    "parquet": ParquetSink,
+    "hf": DatasetSink,
+}
+
+
+def open_sink(fmt: str, target: Any) -> Any:
+    """A writer for ``fmt`` (a key of :data:`RECORD_FORMATS`) with ``write(records)`` and ``close()``."""
+    if fmt not in RECORD_FORMATS:
+        raise RecordError(f"unknown record format '{fmt}'; known: {', '.join(RECORD_FORMATS)}")
+    return RECORD_FORMATS[fmt](target)
+
+
+def write_records(docs: Iterable[Doc], fmt: str, target: Any, spans_key: str = attrs.CHUNKS_KEY) -> int:
+    """Write the chunk records of ``docs`` in ``fmt`` to ``target``; returns the number written."""
+    sink = open_sink(fmt, target)
+    try:
+        return sum(sink.write(chunk_records(doc, spans_key)) for doc in docs)
+    finally:
+        sink.close()

@@ -1,0 +1,192 @@
+"""Chunks into vector stores: ChromaDB, with metadata a user can filter on.
+
+:func:`to_chroma` works for any span group. Each chunk is stored under its stable record
+id (document id + offsets), its ``enriched_text`` (or its text) is embedded with our own
+embedder (Chroma's default embedder downloads a model, so it is never used), and its
+record fields become metadata: ``assertion``, ``section``, ``doc_id``, ``source``,
+``start``/``end`` and the rest (see :func:`vector_metadata`).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+from spacy.tokens import Doc
+
+from .. import attrs
+from .records import RecordError, chunk_records, iter_records
+
+# the value stored for a chunk nobody assessed (vector stores refuse None)
+NO_ASSERTION = "unassessed"
+_INT_FIELDS = {"index": -1, "start": -1, "end": -1, "token_count": -1}
+_SCALARS = (str, int, float, bool)
+
+
+def to_records(doc: Doc, spans_key: str = attrs.RAG_CHUNKS_KEY) -> List[Dict[str, Any]]:
+    """The seed's dictionaries per chunk (``id``, ``original_text``, ``context``, ``enriched_text``,
+    ``start_offset``, ``end_offset``, ``token_count``), with the stable record id; a doc without
+    the group gives ``[]``."""
+    if spans_key not in doc.spans:
+        return []
+    return [
+        {
+            "id": r["id"],
+            "original_text": r["text"],
+            "context": r["context"] or "",
+            "enriched_text": r["enriched_text"] or r["text"],
+            "start_offset": r["start"],
+            "end_offset": r["end"],
+            "token_count": r["token_count"],
+        }
+        for r in chunk_records(doc, spans_key)
+    ]
+
+
+def vector_metadata(record: Dict[str, Any], extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Flat metadata a vector store accepts (str, int, float, bool) for one chunk record.
+
+    Defined values for what stores refuse: ``None`` becomes ``""`` (``-1`` for offsets and
+    counts, :data:`NO_ASSERTION` for ``assertion``); lists and dicts become JSON strings.
+    ``extra`` (e.g. the source document's metadata) is added under the same rules, record
+    fields first. A value JSON cannot hold is rejected with a one-line :class:`RecordError`.
+    """
+    out: Dict[str, Any] = {}
+    for key, value in {**(extra or {}), **{k: v for k, v in record.items() if k != "text"}}.items():
+        out[str(key)] = _scalar(record.get("id"), key, value)
+    out["text"] = record["text"]
+    if out.get("assertion") in ("", None):
+        out["assertion"] = NO_ASSERTION
+    return out
+
+
+def _scalar(chunk: Any, key: str, value: Any) -> Any:
+    if value is None:
+        return _INT_FIELDS.get(key, "")
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, (list, tuple, dict)):
+        if not value:
+            return ""
+        try:
+            return json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError):
+            pass
+    raise RecordError(f"chunk {chunk}: metadata '{key}' of type {type(value).__name__} cannot be stored")
+
+
+def adapter_metadata(record: Dict[str, Any], source: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Metadata of one chunk for LangChain / LlamaIndex: the source document's own metadata,
+    unchanged, plus the record's fields as :func:`vector_metadata` stores them. Record fields
+    win a clash, except that a field the pipeline left unset never hides the source's value."""
+    merged = dict(source or {})
+    for key, value in vector_metadata(record).items():
+        if key in merged and record.get(key) is None:
+            continue
+        merged[key] = value
+    return merged
+
+
+def load_nlp(pipeline: Any) -> Any:
+    """An ``nlp`` from a ``Language``, a config / saved pipeline path or a strategy name."""
+    from spacy.language import Language
+
+    if isinstance(pipeline, Language):
+        return pipeline
+    from pathlib import Path
+
+    from ..pipeline import load_pipeline, strategy_config
+
+    if not Path(str(pipeline)).exists() and "/" not in str(pipeline) and "." not in str(pipeline):
+        pipeline = strategy_config(str(pipeline))  # a name: configs/<name>.cfg
+    return load_pipeline(str(pipeline))
+
+
+def chunk_texts_with_ids(
+    nlp: Any, items: Iterable[Any], spans_key: str, batch_size: int = 32
+) -> Iterable[List[Dict[str, Any]]]:
+    """Chunk records per ``(text, doc_id, source)`` item, in order (the adapters' one path)."""
+    attrs.register_extensions()
+
+    def docs() -> Iterable[Doc]:
+        for text, doc_id, source in items:
+            doc = nlp.make_doc(text)
+            doc._.doc_id = doc_id
+            doc._.source = source
+            yield doc
+
+    for doc in nlp.pipe(docs(), batch_size=batch_size):
+        yield chunk_records(doc, spans_key)
+
+
+def default_embedder() -> Any:
+    """``spacy_clinchunk.SentenceTransformerEmbedder.v1`` with its defaults (bundled MiniLM, shared model cache)."""
+    from ..embed.embedders import sentence_transformer_embedder_v1
+
+    return sentence_transformer_embedder_v1()
+
+
+def _vectors(embedder: Any, texts: List[str]) -> List[List[float]]:
+    if callable(embedder):
+        raw = embedder(texts)
+    elif hasattr(embedder, "embed"):
+        raw = embedder.embed(texts)
+    else:
+        raw = embedder.encode(texts)
+    return [[float(x) for x in vector] for vector in raw]
+
+
+def to_chroma(
+    docs: Iterable[Doc],
+    collection: Any,
+    embedder: Optional[Any] = None,
+    *,
+    spans_key: str = attrs.RAG_CHUNKS_KEY,
+    batch_size: int = 64,
+) -> int:
+    """Upsert every chunk of ``spans_key`` into a Chroma ``collection``; returns the number stored.
+
+    The stored document is the chunk's ``enriched_text`` when ``clin_llm_context`` set one,
+    else its text; metadata is :func:`vector_metadata` of its record, so
+    ``collection.query(..., where={"assertion": {"$ne": "negated"}})`` leaves negated
+    findings out. ``embedder`` maps texts to vectors (one of our embedders or any
+    callable); ``None`` uses :func:`default_embedder`. Ids are the stable record ids, so
+    re-exporting a note updates it. A document without the group is an error.
+    """
+    embed = embedder if embedder is not None else default_embedder()
+    batch: List[Dict[str, Any]] = []
+    added = 0
+
+    def flush() -> int:
+        if not batch:
+            return 0
+        texts = [r["enriched_text"] or r["text"] for r in batch]
+        collection.upsert(
+            ids=[r["id"] for r in batch],
+            documents=texts,
+            metadatas=[vector_metadata(r) for r in batch],
+            embeddings=_vectors(embed, texts),
+        )
+        count = len(batch)
+        batch.clear()
+        return count
+
+    for record in iter_records(docs, spans_key):
+        batch.append(record)
+        if len(batch) >= batch_size:
+            added += flush()
+    added += flush()
+    return added
+
+
+def query_chroma(
+    collection: Any, text: str, embedder: Optional[Any] = None, n_results: int = 5, where: Optional[Dict[str, Any]] = None
+) -> Dict[str, Any]:
+    """Query with the same embedder the chunks were added with; ``where`` filters on metadata."""
+    embed = embedder if embedder is not None else default_embedder()
+    kwargs = {"where": where} if where else {}
+    return collection.query(query_embeddings=_vectors(embed, [text]), n_results=n_results, **kwargs)
+
+
+__all__: Sequence[str] = (
+    "to_records", "to_chroma", "query_chroma", "vector_metadata", "adapter_metadata", "default_embedder", "NO_ASSERTION"
+)

@@ -1,0 +1,1 @@
+"""Ground truth: annotated documents (JSON, brat, BioC), Voronoi territories and chunk metrics."""

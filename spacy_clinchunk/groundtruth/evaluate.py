@@ -1,0 +1,255 @@
+"""Chunk quality against annotated ground truth.
+
+For each document, the chunks of a span group (``clin_chunks``) are compared with the
+evidence spans of ``doc.spans["annotations"]`` and the Voronoi variants of the
+reference (all on character offsets):
+
+* ``chunk_integrity``: share of evidence spans lying wholly inside one chunk;
+* ``chunk_isolation``: among chunks touching an annotation, the share touching exactly
+  one annotation cluster (annotations joined when any of their evidence spans
+  overlap; two mentions of one multi-span annotation are one cluster);
+* ``chunk_coverage``: share of annotated characters inside some chunk;
+* ``chunk_iou``: mean over annotation parts (see :mod:`spacy_clinchunk.groundtruth.voronoi`) of the
+  best IoU of any chunk with the part's ``voronoi_0.50`` variant (0 when no chunk
+  overlaps it);
+* ``chunks_per_doc`` and ``words_per_chunk`` (a word is a run of letters/digits);
+* ``unlocated_annotations``: annotations asserted for a document but not located in its
+  text (``Doc._.unlocated_annotations``); they have no span, so no metric uses them.
+
+Discontinuous (brat, BioC) and multi-span (JSON) annotations follow the one rule of
+:mod:`spacy_clinchunk.groundtruth.voronoi`: each fragment is an evidence span (integrity and
+coverage count fragments), fragments of one annotation close enough form one part
+(IoU is per part), and all of an annotation's fragments belong to one cluster
+(isolation), so the same ground truth scores the same from any format.
+
+Ratios are pooled over the corpus (micro averages). ``spacy_clinchunk.ChunkScorer.v1``
+(``@scorers``) gives the same numbers through ``nlp.evaluate(examples, scorer=...)``.
+"""
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from spacy.language import Language
+from spacy.training import Example
+from spacy.util import registry
+
+from .. import attrs
+from .voronoi import DEFAULT_MULTI_SPAN_GAP, compute, is_word_char
+
+Range = Tuple[int, int]
+METRICS = ("chunk_integrity", "chunk_isolation", "chunk_coverage", "chunk_iou", "chunks_per_doc", "words_per_chunk")
+DEFAULT_VARIANT_RATIO = 0.5
+
+
+@dataclass
+class Tally:
+    """Counts behind the metrics; add tallies of documents to get a corpus."""
+
+    docs: int = 0
+    evidence_spans: int = 0
+    intact_spans: int = 0
+    touching_chunks: int = 0
+    isolated_chunks: int = 0
+    annotated_chars: int = 0
+    covered_chars: int = 0
+    parts: int = 0
+    iou_sum: float = 0.0
+    chunks: int = 0
+    words: int = 0
+    unlocated: int = 0
+
+    def __add__(self, other: "Tally") -> "Tally":
+        return Tally(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+    def scores(self) -> Dict[str, Optional[float]]:
+        def ratio(num: float, den: int) -> Optional[float]:
+            return num / den if den else None
+
+        return {
+            "chunk_integrity": ratio(self.intact_spans, self.evidence_spans),
+            "chunk_isolation": ratio(self.isolated_chunks, self.touching_chunks),
+            "chunk_coverage": ratio(self.covered_chars, self.annotated_chars),
+            "chunk_iou": ratio(self.iou_sum, self.parts),
+            "chunks_per_doc": ratio(self.chunks, self.docs),
+            "words_per_chunk": ratio(self.words, self.chunks),
+            "chunk_docs": self.docs,
+            "unlocated_annotations": self.unlocated,
+        }
+
+
+def count_words(text: str) -> int:
+    words, inside = 0, False
+    for char in text:
+        word = is_word_char(char)
+        if word and not inside:
+            words += 1
+        inside = word
+    return words
+
+
+def iou(a: Range, b: Range) -> float:
+    inter = min(a[1], b[1]) - max(a[0], b[0])
+    if inter <= 0:
+        return 0.0
+    return inter / (max(a[1], b[1]) - min(a[0], b[0]))
+
+
+def annotation_clusters(annotations: Sequence[Sequence[Range]]) -> List[int]:
+    """Cluster id per annotation: annotations join when any of their spans overlap."""
+    parent = list(range(len(annotations)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    spans = sorted((s, e, i) for i, ranges in enumerate(annotations) for s, e in ranges)
+    reach_end, reach_owner = -1, -1
+    for start, end, owner in spans:
+        if start < reach_end:
+            parent[find(owner)] = find(reach_owner)
+        if end > reach_end:
+            reach_end, reach_owner = end, owner
+    return [find(i) for i in range(len(annotations))]
+
+
+def document_tally(
+    text: str,
+    chunks: Sequence[Range],
+    annotations: Sequence[Sequence[Range]],
+    variants: Optional[Sequence[Range]] = None,
+    multi_span_gap: int = DEFAULT_MULTI_SPAN_GAP,
+    ratio: float = DEFAULT_VARIANT_RATIO,
+) -> Tally:
+    """Counts for one document. ``variants`` (one range per annotation part) are computed
+    with the Voronoi defaults when not given."""
+    chunks = sorted(chunks)
+    if variants is None:
+        result = compute(text, annotations, [ratio], "merge", multi_span_gap)
+        variants = [part.variants[result.ratios[0]] for part in result.parts]
+    tally = Tally(docs=1, chunks=len(chunks), words=sum(count_words(text[s:e]) for s, e in chunks))
+    evidence = [span for ranges in annotations for span in ranges]
+    tally.evidence_spans = len(evidence)
+    tally.intact_spans = sum(any(cs <= s and e <= ce for cs, ce in chunks) for s, e in evidence)
+    clusters = annotation_clusters(annotations)
+    for cs, ce in chunks:
+        touched = {clusters[i] for i, ranges in enumerate(annotations) for s, e in ranges if s < ce and cs < e}
+        if touched:
+            tally.touching_chunks += 1
+            tally.isolated_chunks += len(touched) == 1
+    annotated = bytearray(len(text))
+    for s, e in evidence:
+        annotated[s:e] = b"\x01" * (e - s)
+    covered = bytearray(len(text))
+    for cs, ce in chunks:
+        covered[cs:ce] = b"\x01" * (ce - cs)
+    tally.annotated_chars = sum(annotated)
+    tally.covered_chars = sum(a & c for a, c in zip(annotated, covered))
+    tally.parts = len(variants)
+    tally.iou_sum = sum(max((iou(v, c) for c in chunks), default=0.0) for v in variants)
+    return tally
+
+
+def _annotation_index(span: Any, fallback: int) -> int:
+    if span.id_ and span.id_.isdigit():
+        return int(span.id_)
+    value = span._.annotation_index
+    return int(value) if value is not None else fallback
+
+
+def example_tally(
+    example: Example,
+    spans_key: str = attrs.CHUNKS_KEY,
+    ratio: float = DEFAULT_VARIANT_RATIO,
+    multi_span_gap: int = DEFAULT_MULTI_SPAN_GAP,
+) -> Tally:
+    """Counts for one ``Example``: chunks from ``predicted``, ground truth from ``reference``."""
+    attrs.register_extensions()
+    reference, predicted = example.reference, example.predicted
+    if reference.text != predicted.text:
+        raise ValueError("reference and predicted texts differ")
+    grouped: Dict[int, List[Range]] = {}
+    for number, span in enumerate(reference.spans.get(attrs.ANNOTATIONS_KEY, [])):
+        grouped.setdefault(_annotation_index(span, 100000 + number), []).append((span.start_char, span.end_char))
+    order = sorted(grouped)
+    annotations = [grouped[i] for i in order]
+    key = attrs.variant_key(ratio)
+    variants = None
+    if key in reference.spans:
+        variants = [(s.start_char, s.end_char) for s in reference.spans[key]]
+    chunks = [(s.start_char, s.end_char) for s in predicted.spans.get(spans_key, [])]
+    tally = document_tally(reference.text, chunks, annotations, variants, multi_span_gap, ratio)
+    tally.unlocated = len(reference._.unlocated_annotations or [])
+    return tally
+
+
+class ChunkScorer:
+    """Chunk-quality scorer: a ``scorers`` function and an ``nlp.evaluate(scorer=...)`` object."""
+
+    def __init__(
+        self,
+        spans_key: str = attrs.CHUNKS_KEY,
+        variant_ratio: float = DEFAULT_VARIANT_RATIO,
+        multi_span_gap: int = DEFAULT_MULTI_SPAN_GAP,
+    ) -> None:
+        self.spans_key = spans_key
+        self.variant_ratio = variant_ratio
+        self.multi_span_gap = multi_span_gap
+
+    def tally(self, examples: Iterable[Example]) -> Tally:
+        total = Tally()
+        for example in examples:
+            total = total + example_tally(example, self.spans_key, self.variant_ratio, self.multi_span_gap)
+        return total
+
+    def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
+        return self.tally(examples).scores()
+
+    __call__ = score
+
+
+@registry.scorers("spacy_clinchunk.ChunkScorer.v1")
+def make_chunk_scorer(
+    spans_key: str = attrs.CHUNKS_KEY,
+    variant_ratio: float = DEFAULT_VARIANT_RATIO,
+    multi_span_gap: int = DEFAULT_MULTI_SPAN_GAP,
+) -> ChunkScorer:
+    """Registered scorer: ``{"@scorers": "spacy_clinchunk.ChunkScorer.v1"}``."""
+    return ChunkScorer(spans_key, variant_ratio, multi_span_gap)
+
+
+def evaluate_corpus(nlp: Language, path: Union[str, Path], pattern: Optional[str] = None, **options: Any) -> Dict[str, Any]:
+    """Run ``nlp`` over an annotated corpus through ``nlp.evaluate`` and return the metrics.
+
+    ``options`` are those of :func:`evaluate_files` (``spans_key``, ``limit``, ``format``,
+    ``unlocated``, ...). Files that cannot be read are left out and counted
+    (``files_error``), never fatal.
+    """
+    return evaluate_files(nlp, path, pattern, **options)[0]
+
+
+def evaluate_files(
+    nlp: Language,
+    path: Union[str, Path],
+    pattern: Optional[str] = None,
+    spans_key: str = attrs.CHUNKS_KEY,
+    limit: int = 0,
+    batch_size: Optional[int] = None,
+    format: str = "auto",
+    unlocated: str = "keep",
+    snippet_mismatch: str = "warn",
+) -> Tuple[Dict[str, Any], List[Any]]:
+    """``(metrics, per-file results)``; ``pattern=None`` reads every file of ``format`` by its ending."""
+    from .annotations import AnnotatedCorpus, corpus_counts
+
+    corpus = AnnotatedCorpus(
+        path, pattern, expansion_ratios=[DEFAULT_VARIANT_RATIO], limit=limit, format=format,
+        unlocated=unlocated, snippet_mismatch=snippet_mismatch,
+    )
+    examples = list(corpus(nlp))
+    scores = nlp.evaluate(examples, scorer=ChunkScorer(spans_key), batch_size=batch_size) if examples else Tally().scores()
+    metrics = {name: scores.get(name) for name in (*METRICS, "chunk_docs", "unlocated_annotations")}
+    counts = corpus_counts(corpus.results)
+    metrics.update(files=counts["files"], files_skipped=counts["skipped"], files_error=counts["error"])
+    return metrics, corpus.results
