@@ -109,7 +109,7 @@ def make_doc(nlp, row, as_ent):
 
 
 def label_ours(doc):
-    return doc.spans[KEY][0]._.assertion
+    return doc.spans[KEY][0]._.clin_assertion
 
 
 def label_medspacy(doc):

@@ -65,7 +65,7 @@ def run(url, texts, expected, cache=None):
     seconds = time.perf_counter() - started
     got = [[(s.start_char, s.end_char) for s in d.spans[KEY]] for d in docs]
     lost = sum(len(e) for e in expected) - sum(len(g) for g, e in zip(got, expected) if g == e)
-    with_context = sum(1 for d in docs for s in d.spans[KEY] if s._.context)
+    with_context = sum(1 for d in docs for s in d.spans[KEY] if s._.clin_context)
     messages = [str(w.message) for w in caught]
     leaked = any(word in m for m in messages for word in ("chest pain", "Patient reports", "metformin"))
     seen = _shape(messages[0]) if messages else "nothing"
@@ -104,7 +104,7 @@ def dies_mid_run(texts, expected):
         first = run(server.url, texts, expected, cache)
         server.reset()
         second = run(server.url, texts, expected, cache)
-        first["seen"] += f" — rerun: {server.calls} calls, {sum(d._.llm_usage['cache_hits'] for d in second['docs'])} cache hits, all contexts"
+        first["seen"] += f" — rerun: {server.calls} calls, {sum(d._.clin_llm_usage['cache_hits'] for d in second['docs'])} cache hits, all contexts"
         return first
 
 

@@ -95,9 +95,9 @@ def timed_run(nlp, texts):
     wall, cpu = time.perf_counter(), time.process_time()
     docs = list(nlp.pipe(texts))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    calls = sum(d._.llm_usage["calls"] for d in docs)
-    hits = sum(d._.llm_usage["cache_hits"] for d in docs)
-    failures = sum(d._.llm_context_failures for d in docs)
+    calls = sum(d._.clin_llm_usage["calls"] for d in docs)
+    hits = sum(d._.clin_llm_usage["cache_hits"] for d in docs)
+    failures = sum(d._.clin_llm_context_failures for d in docs)
     return docs, calls, hits, failures, wall, cpu
 
 

@@ -1,13 +1,18 @@
 """Span keys and extension attributes, declared once for the whole package.
 
-Every component imports its keys from here and calls :func:`register_extensions`,
-which is idempotent and never overwrites an attribute someone else registered.
+Every extension we register is named ``clin_<field>`` (:data:`PREFIX`), where ``<field>``
+is the name the value has in records (``Span._.clin_assertion`` -> ``"assertion"``).
+medspaCy's own attributes (``is_negated``, ``section``, ...) are never registered or
+written by us, so the two packages can share a pipeline. Registration is idempotent and
+never overwrites an attribute someone else registered.
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 from spacy.tokens import Doc, Span
+
+PREFIX = "clin_"
 
 # Span group keys -----------------------------------------------------------
 CHUNKS_KEY = "clin_chunks"  # structural / semantic chunks
@@ -27,18 +32,18 @@ ASSERTION_LABELS = (
     "hypothetical",
     "family",
 )
+# statuses with a read-only boolean getter (Span._.clin_negated, ...): true when the status
+# governs the span (is in ``clin_assertion_statuses``), whether or not it decided ``clin_assertion``
+ASSERTION_FLAGS = tuple(label for label in ASSERTION_LABELS if label != "affirmed")
 
-# name -> default value (None for getters declared elsewhere)
+# field -> default value; registered as ``clin_<field>``
 SPAN_EXTENSIONS: Dict[str, Any] = {
     # clin_context_assertion
     "assertion": None,
     "assertion_cues": None,
-    "is_negated": False,
-    "is_uncertain": False,
-    "is_historical": False,
-    "is_hypothetical": False,
-    "is_family": False,
-    "is_normal": False,
+    "assertion_statuses": None,  # every status that governs the span, in precedence order
+    # the section a chunk stands in (our header detection, or medspaCy's sectionizer as a title)
+    "section": None,
     # annotated documents / Voronoi ground truth
     "hpo_id": None,
     "hpo_label": None,
@@ -48,8 +53,6 @@ SPAN_EXTENSIONS: Dict[str, Any] = {
     "token_count": None,
     "context": None,
     "enriched_text": None,
-    # medspaCy sectionizer (or our header detection): the section a chunk stands in
-    "section": None,
     # clin_focus: focus span -> index of its chunk; chunk -> indices of its focus spans
     "focus_of": None,
     "focus_ids": None,
@@ -64,20 +67,33 @@ DOC_EXTENSIONS: Dict[str, Any] = {
 }
 
 
-def _register(cls: Any, name: str, default: Any) -> None:
+def ext(field: str) -> str:
+    """Extension name of a record field: ``"assertion"`` -> ``"clin_assertion"``."""
+    return PREFIX + field
+
+
+def _flag_getter(label: str) -> Callable[[Span], bool]:
+    def getter(span: Span) -> bool:
+        return label in (span._.get(ext("assertion_statuses")) or ())
+
+    return getter
+
+
+def _register(cls: Any, name: str, **kwargs: Any) -> None:
     if not cls.has_extension(name):
-        cls.set_extension(name, default=default)
+        cls.set_extension(name, **kwargs)
 
 
 def register_extensions() -> None:
     """Register every extension attribute of the package (safe to call often)."""
-    for name, default in SPAN_EXTENSIONS.items():
-        _register(Span, name, default)
-    for name, default in DOC_EXTENSIONS.items():
-        _register(Doc, name, default)
+    for field, default in SPAN_EXTENSIONS.items():
+        _register(Span, ext(field), default=default)
+    for label in ASSERTION_FLAGS:
+        _register(Span, ext(label), getter=_flag_getter(label))
+    for field, default in DOC_EXTENSIONS.items():
+        _register(Doc, ext(field), default=default)
 
 
 def variant_key(ratio: float) -> str:
     """Span-group key of a Voronoi expansion variant: 0.5 -> ``voronoi_0.50``."""
     return f"{VORONOI_VARIANT_PREFIX}{ratio:.2f}"
-

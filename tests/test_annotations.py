@@ -56,13 +56,13 @@ def test_read_annotated_from_dict_string_and_path(blank_nlp, tmp_path):
     docs = [read_annotated(record(), blank_nlp), read_annotated(json.dumps(record()), blank_nlp), read_annotated(path, blank_nlp)]
     docs.append(read_annotated(str(path), blank_nlp))
     for doc in docs:
-        assert doc.text == TEXT and doc._.doc_id == "toy"
+        assert doc.text == TEXT and doc._.clin_doc_id == "toy"
         spans = doc.spans["annotations"]
         assert [s.text for s in spans] == ["milie", "Brachydactyly type A-1", "BDA-1", "hypoplastic nails", "nails"]
-        assert [s._.annotation_index for s in spans] == [0, 1, 1, 2, 3]
-        assert [s._.hpo_id for s in spans] == ["HP:0001056", "HP:0009371", "HP:0009371", "HP:0001792", "HP:0001231"]
-        assert spans[1]._.hpo_label == "Type A1 brachydactyly"
-        assert spans[1]._.assertion == "negated" and spans[3]._.assertion == "affirmed"
+        assert [s._.clin_annotation_index for s in spans] == [0, 1, 1, 2, 3]
+        assert [s._.clin_hpo_id for s in spans] == ["HP:0001056", "HP:0009371", "HP:0009371", "HP:0001792", "HP:0001231"]
+        assert spans[1]._.clin_hpo_label == "Type A1 brachydactyly"
+        assert spans[1]._.clin_assertion == "negated" and spans[3]._.clin_assertion == "affirmed"
         assert {"voronoi", "voronoi_0.00", "voronoi_0.50", "voronoi_1.00"} <= set(doc.spans)
 
 
@@ -103,8 +103,8 @@ def test_overlap_policies_when_reading(blank_nlp):
 def test_docbin_round_trip_keeps_extensions(blank_nlp):
     doc = read_annotated(record(), blank_nlp)
     restored = list(DocBin(docs=[doc], store_user_data=True).get_docs(blank_nlp.vocab))[0]
-    assert [(s.text, s._.hpo_id, s._.annotation_index) for s in restored.spans["annotations"]] == [
-        (s.text, s._.hpo_id, s._.annotation_index) for s in doc.spans["annotations"]
+    assert [(s.text, s._.clin_hpo_id, s._.clin_annotation_index) for s in restored.spans["annotations"]] == [
+        (s.text, s._.clin_hpo_id, s._.clin_annotation_index) for s in doc.spans["annotations"]
     ]
 
 
@@ -185,7 +185,7 @@ def test_registered_corpus_reader_yields_examples(tmp_path):
     config["corpus"]["on_overlap"] = "skip"
     skipped = list(registry.resolve(config)["corpus"](nlp))
     # 1003450 and 3740720 have overlapping annotations: skipped, as the seed did
-    assert [eg.reference._.doc_id for eg in skipped] == ["GSC+_10051003"]
+    assert [eg.reference._.clin_doc_id for eg in skipped] == ["GSC+_10051003"]
 
 
 @requires_shared_data()

@@ -55,14 +55,14 @@ def test_convert_to_docbin_for_spacy_train(corpus, tmp_path, capsys):
     assert mode(out) == 0o600
     nlp = spacy.blank("en")
     docs = list(DocBin().from_disk(out).get_docs(nlp.vocab))
-    assert [d._.doc_id for d in docs] == ["a", "b"]
+    assert [d._.clin_doc_id for d in docs] == ["a", "b"]
     first = docs[0]
     assert [(s.text, s.label_) for s in first.spans["sc"]] == [
         ("seizures", "HP:0001250"), ("Short", "HP:0001831"), ("Short fingers", "HP:0009381"), ("short toes", "HP:0001831"), ("Myopia", "HP:0000545")
     ]
-    assert first.spans["annotations"][0]._.assertion == "negated"
+    assert first.spans["annotations"][0]._.clin_assertion == "negated"
     assert {"voronoi", "voronoi_0.00", "voronoi_0.50", "voronoi_1.00"} <= set(first.spans)
-    assert docs[1]._.unlocated_annotations[0]["hpo_id"] == "HP:0001263"
+    assert docs[1]._.clin_unlocated_annotations[0]["hpo_id"] == "HP:0001263"
 
 
 def test_convert_writes_every_format_owner_only_and_reads_back(corpus, tmp_path, capsys):

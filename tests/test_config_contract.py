@@ -113,7 +113,7 @@ def test_a_saved_pipeline_never_reads_the_package_resources(tmp_path, monkeypatc
         sentencizer=True,
     )
     doc = nlp(text)
-    expected = [(s.text, s._.assertion) for s in doc.spans["clin_chunks"]]
+    expected = [(s.text, s._.clin_assertion) for s in doc.spans["clin_chunks"]]
 
     def refuse(*args, **kwargs):
         raise AssertionError(f"resources/ read by a saved pipeline: {args}")
@@ -123,7 +123,7 @@ def test_a_saved_pipeline_never_reads_the_package_resources(tmp_path, monkeypatc
     try:
         loaded = spacy.load(path)
         again = loaded(text)
-        assert [(s.text, s._.assertion) for s in again.spans["clin_chunks"]] == expected
+        assert [(s.text, s._.clin_assertion) for s in again.spans["clin_chunks"]] == expected
     finally:
         monkeypatch.undo()
         resources_io.load_json_resource.cache_clear()

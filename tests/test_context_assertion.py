@@ -16,7 +16,6 @@ from spacy_clinchunk.components.context_assertion import (
     FACTORY,
     PRECEDENCE,
     ContextRulesError,
-    _section_writable,
     context_rules_v1,
     read_rules_file,
     shipped_rules,
@@ -57,13 +56,13 @@ def assert_concept(lang, text, concept, expected):
     doc.spans[KEY] = [span]
     doc = nlp(doc)
     got = doc.spans[KEY][0]
-    assert got._.assertion == expected, (lang, text, concept, got._.assertion, got._.assertion_cues)
+    assert got._.clin_assertion == expected, (lang, text, concept, got._.clin_assertion, got._.clin_assertion_cues)
     return got
 
 
 def chunk_labels(nlp, text):
     doc = nlp(text)
-    return {s.text: s._.assertion for s in doc.spans[attrs.CHUNKS_KEY]}
+    return {s.text: s._.clin_assertion for s in doc.spans[attrs.CHUNKS_KEY]}
 
 
 # -- scope across chunks, inside chunks ---------------------------------------------
@@ -148,7 +147,7 @@ def test_work_up_cues_are_uncertain_not_negated(text, concept):
 )
 def test_backward_negation(text, concept):
     got = assert_concept("en", text, concept, "negated")
-    assert got._.is_negated
+    assert got._.clin_negated
 
 
 def test_header_answered_none_does_not_negate_a_forward_finding():
@@ -165,7 +164,7 @@ def test_headers_end_scope_and_are_not_cues():
 
 def test_cues_match_across_whitespace_runs_line_breaks_and_case():
     got = assert_concept("en", "NEGATIVE   FOR hepatomegaly", "hepatomegaly", "negated")
-    assert got._.assertion_cues[0]["text"] == "NEGATIVE   FOR"
+    assert got._.clin_assertion_cues[0]["text"] == "NEGATIVE   FOR"
     assert_concept("en", "Patient is negative\nfor hepatomegaly.", "hepatomegaly", "negated")
     assert_concept("en", "NEGATIVE FOR\nhepatomegaly", "hepatomegaly", "negated")
 
@@ -182,7 +181,7 @@ def test_cues_match_across_whitespace_runs_line_breaks_and_case():
 )
 def test_normality_is_normal_not_negated(text, concept):
     got = assert_concept("en", text, concept, "normal")
-    assert got._.is_normal and not got._.is_negated
+    assert got._.clin_normal and not got._.clin_negated
 
 
 @pytest.mark.parametrize(
@@ -203,19 +202,19 @@ def test_english_categories(text, concept, expected):
 
 def test_precedence_and_flags():
     got = assert_concept("en", "Mother has a history of breast cancer.", "breast cancer", "family")
-    assert got._.is_family and got._.is_historical and not got._.is_negated
+    assert got._.clin_family and got._.clin_historical and not got._.clin_negated
     got = assert_concept("en", "No history of possible seizures.", "seizures", "negated")
-    assert got._.is_negated
+    assert got._.clin_negated
     assert PRECEDENCE[0] == "negated" and PRECEDENCE[-1] == "normal"
 
 
 def test_cues_carry_offsets_and_category():
     got = assert_concept("en", "She denies fever.", "fever", "negated")
     doc = got.doc
-    (cue,) = got._.assertion_cues
+    (cue,) = got._.clin_assertion_cues
     assert cue["category"] == "NEGATED_EXISTENCE"
     assert doc.text[cue["start_char"]:cue["end_char"]] == cue["text"] == "denies"
-    json.dumps(got._.assertion_cues)
+    json.dumps(got._.clin_assertion_cues)
 
 
 # -- five languages ------------------------------------------------------------------
@@ -319,7 +318,7 @@ def test_unknown_language_falls_back_to_english_with_one_warning():
     assert sum("tlh" in str(w.message) for w in caught) == 1
     doc = nlp.make_doc("No fever.")
     doc.spans[KEY] = [doc[1:2]]
-    assert nlp(doc).spans[KEY][0]._.assertion == "negated"
+    assert nlp(doc).spans[KEY][0]._.clin_assertion == "negated"
 
 
 # -- sentence boundaries, medspaCy pipelines, ents --------------------------------------
@@ -328,7 +327,7 @@ def test_works_without_sentence_boundaries_bounded_by_max_scope():
     nlp.add_pipe(FACTORY, config={"span_keys": [KEY], "max_scope": 3})
     doc = nlp.make_doc("No fever or cough and then after many words a rash")
     doc.spans[KEY] = [doc[1:2], doc[3:4], doc[10:11]]
-    labels = [s._.assertion for s in nlp(doc).spans[KEY]]
+    labels = [s._.clin_assertion for s in nlp(doc).spans[KEY]]
     assert labels == ["negated", "negated", "affirmed"]
 
 
@@ -338,7 +337,7 @@ def test_no_sentences_default_limit():
     words = "No fever " + "word " * 60 + "rash"
     doc = nlp.make_doc(words)
     doc.spans[KEY] = [doc[1:2], doc[-1:]]
-    assert [s._.assertion for s in nlp(doc).spans[KEY]] == ["negated", "affirmed"]
+    assert [s._.clin_assertion for s in nlp(doc).spans[KEY]] == ["negated", "affirmed"]
 
 
 def test_with_medspacy_pipeline_on_ents():
@@ -349,8 +348,8 @@ def test_with_medspacy_pipeline_on_ents():
     nlp.get_pipe("medspacy_target_matcher").add([TargetRule("fever", "PROBLEM"), TargetRule("cough", "PROBLEM")])
     nlp.add_pipe(FACTORY, config={"span_keys": ["ents"]})
     doc = nlp("Patient denies fever but has cough.")
-    assert [(e.text, e._.assertion) for e in doc.ents] == [("fever", "negated"), ("cough", "affirmed")]
-    assert doc.ents[0]._.is_negated
+    assert [(e.text, e._.clin_assertion) for e in doc.ents] == [("fever", "negated"), ("cough", "affirmed")]
+    assert doc.ents[0]._.clin_negated
 
 
 # -- configuration, rules files, serialization -------------------------------------------
@@ -368,7 +367,7 @@ def test_rules_from_path(tmp_path):
     nlp.add_pipe(FACTORY, config={"span_keys": [KEY], "rules": path, "include_default_rules": False})
     doc = nlp.make_doc("nie fever. no cough.")
     doc.spans[KEY] = [doc[1:2], doc[4:5]]
-    assert [s._.assertion for s in nlp(doc).spans[KEY]] == ["negated", "affirmed"]
+    assert [s._.clin_assertion for s in nlp(doc).spans[KEY]] == ["negated", "affirmed"]
 
 
 @pytest.mark.parametrize(
@@ -419,7 +418,7 @@ def _run(nlp, text="zonk fever. She denies cough, or rash."):
     doc = nlp.make_doc(text)
     doc.spans[KEY] = [doc[1:2], doc[5:6], doc[8:9]]
     doc = nlp(doc)
-    return [(s.text, s._.assertion, s._.assertion_cues) for s in doc.spans[KEY]]
+    return [(s.text, s._.clin_assertion, s._.clin_assertion_cues) for s in doc.spans[KEY]]
 
 
 def test_disk_roundtrip_keeps_custom_rules(tmp_path):
@@ -444,7 +443,7 @@ def test_bytes_roundtrip_and_docbin():
     doc = nlp(doc)
     restored = list(DocBin(docs=[doc], store_user_data=True).get_docs(nlp.vocab))[0]
     span = restored.spans[KEY][0]
-    assert span._.assertion == "negated" and span._.is_negated
+    assert span._.clin_assertion == "negated" and span._.clin_negated
 
 
 def test_entry_points_declared():
@@ -480,7 +479,7 @@ def test_one_character_and_overlapping_spans():
     doc = nlp.make_doc("No fever , x and chills.")
     doc.spans[KEY] = [doc[0:3], doc[1:2], doc[1:3], doc[3:4], doc[5:6]]
     doc = nlp(doc)
-    assert [s._.assertion for s in doc.spans[KEY]] == ["negated"] * 5
+    assert [s._.clin_assertion for s in doc.spans[KEY]] == ["negated"] * 5
 
 
 def test_ten_thousand_chunks_in_one_doc():
@@ -489,7 +488,7 @@ def test_ten_thousand_chunks_in_one_doc():
     doc.spans[KEY] = [doc[i:i + 1] for i in range(len(doc)) if doc[i].text in ("fever", "Cough")]
     assert len(doc.spans[KEY]) == 10000
     doc = nlp(doc)
-    labels = [s._.assertion for s in doc.spans[KEY]]
+    labels = [s._.clin_assertion for s in doc.spans[KEY]]
     assert labels == ["negated", "affirmed"] * 5000
 
 
@@ -498,7 +497,7 @@ def test_ten_thousand_chunks_without_sentences():
     nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
     doc = nlp.make_doc("no fever but cough " * 5000)
     doc.spans[KEY] = [doc[i:i + 1] for i in range(len(doc)) if doc[i].text in ("fever", "cough")]
-    labels = [s._.assertion for s in nlp(doc).spans[KEY]]
+    labels = [s._.clin_assertion for s in nlp(doc).spans[KEY]]
     assert labels == ["negated", "affirmed"] * 5000
 
 
@@ -521,15 +520,15 @@ def test_every_span_gets_a_consistent_label(words, data):
     doc.spans[KEY] = spans
     doc = nlp(doc)
     for span in doc.spans[KEY]:
-        assert span._.assertion in attrs.ASSERTION_LABELS
-        flags = {label for label in PRECEDENCE if getattr(span._, f"is_{label}")}
-        if span._.assertion == "affirmed":
-            assert not flags and span._.assertion_cues == []
+        assert span._.clin_assertion in attrs.ASSERTION_LABELS
+        flags = {label for label in PRECEDENCE if getattr(span._, f"clin_{label}")}
+        if span._.clin_assertion == "affirmed":
+            assert not flags and span._.clin_assertion_cues == []
         else:
-            assert span._.assertion in flags
-            assert span._.assertion == next(label for label in PRECEDENCE if label in flags)
-            assert span._.assertion_cues
-        for cue in span._.assertion_cues:
+            assert span._.clin_assertion in flags
+            assert span._.clin_assertion == next(label for label in PRECEDENCE if label in flags)
+            assert span._.clin_assertion_cues
+        for cue in span._.clin_assertion_cues:
             assert doc.text[cue["start_char"]:cue["end_char"]] == cue["text"]
 
 
@@ -543,7 +542,7 @@ def labels_of(lang, text, concepts):
         start = text.index(concept)
         spans.append(doc.char_span(start, start + len(concept), alignment_mode="expand"))
     doc.spans[KEY] = spans
-    return [s._.assertion for s in nlp(doc).spans[KEY]]
+    return [s._.clin_assertion for s in nlp(doc).spans[KEY]]
 
 
 @pytest.mark.parametrize(
@@ -627,27 +626,26 @@ def test_history_from_where_a_finding_stands(lang, text, concept, expected):
 
 def test_no_history_of_is_negated_and_historical():
     got = assert_concept("en", "There is no history of seizures.", "seizures", "negated")
-    assert got._.is_historical and got._.is_negated
+    assert got._.clin_historical and got._.clin_negated
 
 
 def test_section_gives_a_cue_and_records_the_section():
-    # medspaCy, when imported before our attributes are registered, owns Span._.section
-    # (a getter of its sectionizer's result); then we leave it alone.
-    ours = _section_writable()
+    # Span._.clin_section is ours alone (medspaCy's Span._.section is never touched): a plain name
     got = assert_concept("en", "PAST MEDICAL HISTORY:\nHYPERLIPIDEMIA.", "HYPERLIPIDEMIA", "historical")
-    [cue] = got._.assertion_cues
+    [cue] = got._.clin_assertion_cues
     assert cue["text"] == "PAST MEDICAL HISTORY" and cue["direction"] == "SECTION"
-    assert not ours or got._.section == "past_medical_history"
+    assert got._.clin_section == "past_medical_history"
     got = assert_concept("en", "FAMILY HISTORY: Mother with lupus.", "lupus", "family")
-    assert got._.assertion_cues[0]["text"] == "Mother"
-    assert not ours or got._.section == "family_history"
-    assert assert_concept("en", "She has lupus.", "lupus", "affirmed")._.section is None
+    assert got._.clin_assertion_cues[0]["text"] == "Mother"
+    assert got._.clin_section == "family_history"
+    assert assert_concept("en", "She has lupus.", "lupus", "affirmed")._.clin_section is None
 
 
 def _section_name(span):
-    """medspaCy, when imported before us, owns ``Span._.section`` as a getter of its Section."""
-    value = span._.section
-    return value if value is None or isinstance(value, str) else value.category
+    """``Span._.clin_section`` is always a plain name, in a medspaCy pipeline too."""
+    value = span._.clin_section
+    assert value is None or isinstance(value, str)
+    return value
 
 
 def test_same_answer_in_a_blank_and_a_medspacy_pipeline():
@@ -663,7 +661,7 @@ def test_same_answer_in_a_blank_and_a_medspacy_pipeline():
         doc = nlp.make_doc(text)
         doc.spans[KEY] = [doc.char_span(text.index(c), text.index(c) + len(c)) for c in concepts]
         doc = nlp(doc)
-        results.append([(s._.assertion, [c["text"] for c in s._.assertion_cues]) for s in doc.spans[KEY]])
+        results.append([(s._.clin_assertion, [c["text"] for c in s._.clin_assertion_cues]) for s in doc.spans[KEY]])
         if nlp is host:
             assert [_section_name(s) for s in doc.spans[KEY]][1:] == ["past_medical_history", "family_history"]
     assert results[0] == results[1]
@@ -679,7 +677,7 @@ def test_a_header_ends_scope_in_a_medspacy_pipeline():
     text = "Patient denies\nHISTORY OF PRESENT ILLNESS: fever."
     doc = host.make_doc(text)
     doc.spans[KEY] = [doc.char_span(text.index("fever"), text.index("fever") + 5)]
-    assert host(doc).spans[KEY][0]._.assertion == "affirmed"
+    assert host(doc).spans[KEY][0]._.clin_assertion == "affirmed"
 
 
 def test_add_pipe_does_not_import_medspacy():
@@ -712,7 +710,7 @@ def test_five_thousand_word_sentence_and_five_hundred_item_list():
     nlp = concept_nlp("en")
     doc = nlp.make_doc(text)
     doc.spans[KEY] = [t.doc[t.i:t.i + 1] for t in doc if t.text.startswith("symptom")]
-    assert {s._.assertion for s in nlp(doc).spans[KEY]} == {"hypothetical"}
+    assert {s._.clin_assertion for s in nlp(doc).spans[KEY]} == {"hypothetical"}
 
 
 @pytest.mark.parametrize(

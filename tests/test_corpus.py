@@ -136,7 +136,7 @@ def test_docbin_output_holds_the_same_chunks(corpus, tmp_path):
     records = {}
     for path in (out / "shards").glob("*.spacy"):
         for doc in DocBin().from_disk(path).get_docs(vocab):
-            records[doc._.doc_id] = without_source(doc_to_record(doc))
+            records[doc._.clin_doc_id] = without_source(doc_to_record(doc))
     assert records == corpus["reference"]
 
 

@@ -33,7 +33,7 @@ def docs():
     out = []
     for doc_id, text in NOTES.items():
         doc = nlp.make_doc(text)
-        doc._.doc_id = doc_id
+        doc._.clin_doc_id = doc_id
         out.append(nlp(doc))
     return out
 
@@ -97,7 +97,7 @@ def assertion_docs(assertion_nlp):
     out = []
     for doc_id, text in CLINIC.items():
         doc = nlp.make_doc(text)
-        doc._.doc_id, doc._.source = doc_id, f"notes/{doc_id}"
+        doc._.clin_doc_id, doc._.clin_source = doc_id, f"notes/{doc_id}"
         out.append(nlp(doc))
     return out
 

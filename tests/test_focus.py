@@ -37,11 +37,11 @@ def check_offsets_and_links(doc):
     assert [(s.start_char, s.end_char) for s in focus] == sorted((s.start_char, s.end_char) for s in focus)
     for position, span in enumerate(focus):
         assert span.text == doc.text[span.start_char:span.end_char]
-        owner = chunks[span._.focus_of]
+        owner = chunks[span._.clin_focus_of]
         assert owner.start_char <= span.start_char and span.end_char <= owner.end_char
-        assert position in owner._.focus_ids
+        assert position in owner._.clin_focus_ids
     for number, chunk in enumerate(chunks):
-        assert all(focus[i]._.focus_of == number for i in chunk._.focus_ids)
+        assert all(focus[i]._.clin_focus_of == number for i in chunk._.clin_focus_ids)
 
 
 def test_framing_is_trimmed_and_links_go_both_ways(nlp):
@@ -54,7 +54,7 @@ def test_framing_is_trimmed_and_links_go_both_ways(nlp):
 def test_subject_and_finding_both_kept_around_a_framing_verb(nlp):
     doc = nlp("Most patients with Townes-Brocks syndrome have normal intelligence.")
     assert focus_texts(doc) == ["Townes-Brocks syndrome", "normal intelligence"]
-    assert doc.spans[attrs.CHUNKS_KEY][0]._.focus_ids == [0, 1]
+    assert doc.spans[attrs.CHUNKS_KEY][0]._.clin_focus_ids == [0, 1]
 
 
 def test_coordinated_concepts_stay_whole_with_contiguous_distributive_extras(nlp):
@@ -83,9 +83,9 @@ def focus_of_negated_chunk(nlp, text, cues=()):
     for name, proc in nlp.pipeline[:-1]:
         doc = proc(doc)
     chunk = doc.spans[attrs.CHUNKS_KEY][0]
-    chunk._.assertion, chunk._.is_negated = "negated", True
+    chunk._.clin_assertion, chunk._.clin_assertion_statuses = "negated", ["negated"]
     if cues:
-        chunk._.assertion_cues = list(cues)
+        chunk._.clin_assertion_cues = list(cues)
     return nlp.get_pipe("clin_focus")(doc), chunk
 
 
@@ -94,9 +94,9 @@ def test_focus_keeps_the_chunk_assertion_decided_on_the_full_clause(nlp):
     doc, chunk = focus_of_negated_chunk(nlp, "There was no evidence of pneumonia.", [cue])
     (focus,) = doc.spans[FOCUS]
     assert focus.text == "pneumonia"
-    assert (focus._.assertion, focus._.is_negated) == ("negated", True)
-    assert focus._.assertion_cues == chunk._.assertion_cues
-    assert focus._.assertion_cues is not chunk._.assertion_cues
+    assert (focus._.clin_assertion, focus._.clin_negated) == ("negated", True)
+    assert focus._.clin_assertion_cues == chunk._.clin_assertion_cues
+    assert focus._.clin_assertion_cues is not chunk._.clin_assertion_cues
 
 
 @pytest.mark.slow
@@ -108,8 +108,8 @@ def test_assertion_carry_over_with_the_real_context_component():
     texts = [s.text for s in focus]
     assert texts[0] == "chest pain" and "diabetes mellitus" in texts
     for span in focus:
-        assert span._.assertion == chunks[span._.focus_of]._.assertion is not None
-    assert focus[0]._.assertion == "negated"  # the cue "denies" is outside the focus span
+        assert span._.clin_assertion == chunks[span._.clin_focus_of]._.clin_assertion is not None
+    assert focus[0]._.clin_assertion == "negated"  # the cue "denies" is outside the focus span
 
 
 def test_head_of_a_prepositional_tail_is_an_extra_focus(nlp):
@@ -127,14 +127,14 @@ def test_eye_ear_list_of_modifiers_keeps_its_head(nlp):
 def test_trim_negation_off_keeps_the_cue():
     doc = focus_nlp(trim_negation=False)("No fever. Absence of speech.")
     assert focus_texts(doc) == ["No fever", "fever", "Absence of speech", "speech"]  # cue-free finding as an extra
-    assert [s._.focus_of for s in doc.spans[FOCUS]] == [0, 0, 1, 1]
+    assert [s._.clin_focus_of for s in doc.spans[FOCUS]] == [0, 0, 1, 1]
 
 
 @pytest.mark.parametrize("text", ["Patient has.", "She was noted to have.", "a", "x.", ""])
 def test_all_framing_and_one_character_chunks_give_no_focus(nlp, text):
     doc = nlp(text)
     assert focus_texts(doc) == []
-    assert all(c._.focus_ids == [] for c in doc.spans[attrs.CHUNKS_KEY])
+    assert all(c._.clin_focus_ids == [] for c in doc.spans[attrs.CHUNKS_KEY])
 
 
 def test_min_focus_chars_drops_short_pieces():
@@ -174,8 +174,8 @@ def test_extension_values_survive_docbin(nlp):
     doc = nlp("Examination revealed cleft lip and palate.")
     restored = list(DocBin(docs=[doc], store_user_data=True).get_docs(nlp.vocab))[0]
     assert focus_texts(restored) == focus_texts(doc)
-    assert [s._.focus_of for s in restored.spans[FOCUS]] == [s._.focus_of for s in doc.spans[FOCUS]]
-    assert list(restored.spans[attrs.CHUNKS_KEY][0]._.focus_ids) == doc.spans[attrs.CHUNKS_KEY][0]._.focus_ids == [0, 1, 2]
+    assert [s._.clin_focus_of for s in restored.spans[FOCUS]] == [s._.clin_focus_of for s in doc.spans[FOCUS]]
+    assert list(restored.spans[attrs.CHUNKS_KEY][0]._.clin_focus_ids) == doc.spans[attrs.CHUNKS_KEY][0]._.clin_focus_ids == [0, 1, 2]
 
 
 def test_save_and_load_round_trip_keeps_data_and_config_settings(tmp_path):
@@ -213,8 +213,8 @@ def test_retrieval_config_assembles_and_writes_both_groups():
 def test_n_process_two_gives_the_same_focus_and_links():
     nlp = load_pipeline(CONFIG_DIR / "retrieval.cfg")
     texts = ["Examination revealed cleft lip and palate.", "Patient has seizures and hypotonia at birth."] * 4
-    single = [(focus_texts(d), [s._.focus_of for s in d.spans[FOCUS]]) for d in nlp.pipe(texts)]
-    multi = [(focus_texts(d), [s._.focus_of for s in d.spans[FOCUS]]) for d in nlp.pipe(texts, n_process=2)]
+    single = [(focus_texts(d), [s._.clin_focus_of for s in d.spans[FOCUS]]) for d in nlp.pipe(texts)]
+    multi = [(focus_texts(d), [s._.clin_focus_of for s in d.spans[FOCUS]]) for d in nlp.pipe(texts, n_process=2)]
     assert multi == single
 
 
@@ -249,8 +249,8 @@ def test_segments_keep_the_chunk_assertion_and_links(nlp):
     doc, chunk = focus_of_negated_chunk(nlp, "There was no meningioma in the spine on the follow up MRI scan.")
     focus = doc.spans[FOCUS]
     assert {s.text for s in focus} >= {"meningioma", "spine", "follow up MRI scan"}
-    assert all((s._.assertion, s._.is_negated, s._.focus_of) == ("negated", True, 0) for s in focus)
-    assert chunk._.focus_ids == list(range(len(focus)))
+    assert all((s._.clin_assertion, s._.clin_negated, s._.clin_focus_of) == ("negated", True, 0) for s in focus)
+    assert chunk._.clin_focus_ids == list(range(len(focus)))
     check_offsets_and_links(doc)
 
 
@@ -282,6 +282,6 @@ def test_long_pieces_with_many_breaks_stay_linear():
     doc = nlp(text)
     assert time.perf_counter() - start < 30
     focus = doc.spans[FOCUS]
-    assert len(focus) >= 5000 and doc.spans[attrs.CHUNKS_KEY][0]._.focus_ids == list(range(len(focus)))
+    assert len(focus) >= 5000 and doc.spans[attrs.CHUNKS_KEY][0]._.clin_focus_ids == list(range(len(focus)))
     text = doc.text
     assert all(span.text == text[span.start_char:span.end_char] for span in focus)

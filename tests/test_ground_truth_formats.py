@@ -47,7 +47,7 @@ UNLOCATED = {"hpo_id": "HP:0001263", "label": "Global developmental delay", "evi
 # -- unlocated annotations ---------------------------------------------------------------
 def test_unlocated_annotations_are_kept_on_the_doc_without_territory(blank_nlp):
     doc = read_annotated(record(VIBRATION, UNLOCATED, SEIZURE), blank_nlp)
-    assert doc._.unlocated_annotations == [
+    assert doc._.clin_unlocated_annotations == [
         {"index": 1, "hpo_id": "HP:0001263", "label": "Global developmental delay", "assertion_status": None, "source_id": None}
     ]
     assert [s.label_ for s in doc.spans["annotations"]] == ["HP:0002495", "HP:0001250"]
@@ -60,7 +60,7 @@ def test_unlocated_annotations_are_kept_on_the_doc_without_territory(blank_nlp):
 
 
 def test_unlocated_policies(blank_nlp):
-    assert read_annotated(record(UNLOCATED, CAFE), blank_nlp, unlocated="skip")._.unlocated_annotations == []
+    assert read_annotated(record(UNLOCATED, CAFE), blank_nlp, unlocated="skip")._.clin_unlocated_annotations == []
     document = document_from_record(record(UNLOCATED, CAFE), "x.json", ReadPolicy(unlocated="skip"))
     assert document.counts == {"unlocated": 1} and document.unlocated == []
     with pytest.raises(AnnotationError, match=r"x\.json: 1 unlocated annotation\(s\) \(1\)"):
@@ -168,7 +168,7 @@ def test_brat_discontinuous_attributes_and_normalizations(tmp_path, blank_nlp):
     assert document.counts == {"near_miss": 1}  # "MYOPIA" vs "myopia"
     doc = read_annotated(tmp_path / "case1.txt", blank_nlp)
     assert [s.text for s in doc.spans["annotations"]] == ["short", "short fingers", "toes", "fever", "myopia"]
-    assert [s._.assertion for s in doc.spans["annotations"]][3] == "negated"
+    assert [s._.clin_assertion for s in doc.spans["annotations"]][3] == "negated"
 
 
 @pytest.mark.parametrize(
@@ -196,7 +196,7 @@ def test_brat_wrong_fragment_text_and_non_utf8_in_a_corpus_run(tmp_path, blank_n
     write_brat_pair(tmp_path, "d_outside", BRAT_TEXT, "T1\tPhenotype 60 90\tx\n")
     corpus = AnnotatedCorpus(tmp_path, pattern=None, format="brat", snippet_mismatch="skip-annotation")
     examples = list(corpus(blank_nlp))
-    assert [eg.reference._.doc_id for eg in examples] == ["a_good", "b_wrong_text"]
+    assert [eg.reference._.clin_doc_id for eg in examples] == ["a_good", "b_wrong_text"]
     assert [s.text for s in examples[1].reference.spans["annotations"]] == ["fever"]  # the other annotation survives
     outcomes = {r.path.stem: (r.outcome, r.reason) for r in corpus.results}
     assert outcomes["b_wrong_text"][0] == "read"
@@ -360,9 +360,9 @@ def test_registered_corpus_reader_reads_brat_and_bioc_from_config(tmp_path, blan
     write_brat_pair(tmp_path, "case1", BRAT_TEXT, BRAT_ANN)
     config = {"c": {"@readers": "spacy_clinchunk.AnnotatedCorpus.v2", "path": str(tmp_path), "pattern": None, "format": "brat"}}
     [example] = list(registry.resolve(config)["c"](blank_nlp))
-    assert example.reference._.doc_id == "case1" and len(example.reference.spans["annotations"]) == 5
+    assert example.reference._.clin_doc_id == "case1" and len(example.reference.spans["annotations"]) == 5
     two = {"documents": [{"id": "x", "passages": [{"offset": 0, "text": "a b"}]}, {"id": "y", "passages": [{"offset": 0, "text": "c"}]}]}
     (tmp_path / "two.json").write_text(json.dumps(two), encoding="utf-8")
-    assert [eg.reference._.doc_id for eg in AnnotatedCorpus(tmp_path / "two.json")(blank_nlp)] == ["x", "y"]
+    assert [eg.reference._.clin_doc_id for eg in AnnotatedCorpus(tmp_path / "two.json")(blank_nlp)] == ["x", "y"]
     with pytest.raises(AnnotationError, match="holds 2 documents"):
         read_annotated(tmp_path / "two.json", blank_nlp)

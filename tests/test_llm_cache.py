@@ -79,8 +79,8 @@ WORKER = textwrap.dedent(
         "model": {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": sys.argv[2], "backoff": 0.01}})
     texts = sys.stdin.read().split("\\f")
     docs = list(nlp.pipe(texts))
-    print(sum(d._.llm_usage["calls"] for d in docs), sum(d._.llm_usage["cache_hits"] for d in docs),
-          sum(d._.llm_context_failures for d in docs))
+    print(sum(d._.clin_llm_usage["calls"] for d in docs), sum(d._.clin_llm_usage["cache_hits"] for d in docs),
+          sum(d._.clin_llm_context_failures for d in docs))
     """
 )
 
@@ -123,7 +123,7 @@ def test_two_processes_share_the_cache(tmp_path):
         docs = list(nlp.pipe(notes))
         assert len(server.requests) == calls_first
         n_chunks = sum(len(d.spans["clin_rag_chunks"]) for d in docs)
-        assert sum(d._.llm_usage["cache_hits"] for d in docs) == n_chunks
-        assert all(s._.context for d in docs for s in d.spans["clin_rag_chunks"])
+        assert sum(d._.clin_llm_usage["cache_hits"] for d in docs) == n_chunks
+        assert all(s._.clin_context for d in docs for s in d.spans["clin_rag_chunks"])
     assert oct(cache.stat().st_mode & 0o777) == "0o600"
     assert len(SQLiteCache(cache)) == n_chunks

@@ -64,9 +64,9 @@ def check_windows(doc, chunk_size):
     for span in spans:
         assert span.text == text[span.start_char : span.end_char]
         assert span.text == span.text.strip() and span.text
-        assert span._.token_count == count_tokens(span.text, ENC)
+        assert span._.clin_token_count == count_tokens(span.text, ENC)
         if len(span) > 1:
-            assert span._.token_count <= chunk_size
+            assert span._.clin_token_count <= chunk_size
     covered = set()
     for span in spans:
         covered.update(range(span.start, span.end))
@@ -116,20 +116,20 @@ def test_default_windows_are_1000_tokens_with_about_200_overlap():
     for a, b in zip(spans, spans[1:]):
         shared = count_tokens(doc.text[b.start_char : a.end_char], ENC)
         assert 180 <= shared <= 215, shared
-    assert all(950 <= s._.token_count <= 1000 for s in spans[:-1])
+    assert all(950 <= s._.clin_token_count <= 1000 for s in spans[:-1])
 
 
 def test_short_note_is_one_chunk_with_seed_ids():
     nlp = build()
     doc = nlp.make_doc("Patient denies chest pain.")
-    doc._.doc_id = "note_123"
+    doc._.clin_doc_id = "note_123"
     doc = nlp(doc)
     (span,) = doc.spans[KEY]
     assert span.text == "Patient denies chest pain."
-    assert span._.chunk_id == "note_123_chunk_0"
+    assert span._.clin_chunk_id == "note_123_chunk_0"
     nameless, twin = nlp("Patient denies chest pain."), nlp("Patient denies chest pain.")
-    assert nameless.spans[KEY][0]._.chunk_id.endswith("_chunk_0")
-    assert nameless.spans[KEY][0]._.chunk_id == twin.spans[KEY][0]._.chunk_id  # content hash
+    assert nameless.spans[KEY][0]._.clin_chunk_id.endswith("_chunk_0")
+    assert nameless.spans[KEY][0]._.clin_chunk_id == twin.spans[KEY][0]._.clin_chunk_id  # content hash
 
 
 def test_empty_and_whitespace_docs():
@@ -137,7 +137,7 @@ def test_empty_and_whitespace_docs():
     for text in ("", "   \n\n  "):
         doc = nlp(text)
         assert list(doc.spans[KEY]) == []
-        assert doc._.llm_context_failures == 0
+        assert doc._.clin_llm_context_failures == 0
 
 
 def test_sentence_alignment_ends_windows_at_sentence_ends():
@@ -185,7 +185,7 @@ def test_overwrite_false_contextualizes_an_existing_group():
     doc.spans[KEY] = [doc.char_span(0, 11), doc.char_span(12, 21)]
     doc = nlp(doc)
     assert [s.text for s in doc.spans[KEY]] == ["Chest pain.", "No fever."]
-    assert all(s._.context for s in doc.spans[KEY])
+    assert all(s._.clin_context for s in doc.spans[KEY])
 
 
 # -- context over HTTP ------------------------------------------------------------------
@@ -199,10 +199,10 @@ def test_contexts_land_on_their_chunks_under_concurrency(server):
         for span in doc.spans[KEY]:
             total += 1
             expected = answer_for("Chunk to contextualize:\n" + span.text + "\n\nProvide ONLY")
-            assert span._.context == expected
-            assert span._.enriched_text == f"{expected}\n\n{span.text}"
-        assert doc._.llm_context_failures == 0
-        assert doc._.llm_usage["calls"] == len(doc.spans[KEY])
+            assert span._.clin_context == expected
+            assert span._.clin_enriched_text == f"{expected}\n\n{span.text}"
+        assert doc._.clin_llm_context_failures == 0
+        assert doc._.clin_llm_usage["calls"] == len(doc.spans[KEY])
     assert server.calls == total
     assert 1 < server.max_inflight <= 8
 
@@ -237,7 +237,7 @@ def test_template_override_file(server, tmp_path):
     doc = nlp("Aspirin 81 mg daily.")
     prompt = server.requests[-1]["body"]["messages"][0]["content"]
     assert prompt.startswith("Type Discharge summary\nAspirin 81 mg daily.\n---")
-    assert doc.spans[KEY][0]._.context == answer_for(prompt)
+    assert doc.spans[KEY][0]._.clin_context == answer_for(prompt)
 
 
 @pytest.mark.parametrize("strategy", ["truncate_middle", "head", "skip"])
@@ -252,7 +252,7 @@ def test_oversized_document_is_shrunk_to_fit_num_ctx(server, strategy):
         doc = nlp(text)
     if strategy == "skip":
         assert server.requests == []
-        assert doc._.llm_usage["skipped"] == len(doc.spans[KEY])
+        assert doc._.clin_llm_usage["skipped"] == len(doc.spans[KEY])
         assert len([w for w in caught if "clin_llm_context" in str(w.message)]) == 1
         return
     assert len(server.requests) == len(doc.spans[KEY])
@@ -269,7 +269,7 @@ def test_oversized_document_is_shrunk_to_fit_num_ctx(server, strategy):
         assert tail in prompt.split("Chunk to contextualize")[0]
     else:
         assert tail not in prompt.split("Chunk to contextualize")[0]
-    assert doc._.llm_context_failures == 0
+    assert doc._.clin_llm_context_failures == 0
 
 
 # -- reliability --------------------------------------------------------------------
@@ -285,8 +285,8 @@ def test_failed_chunk_gets_empty_fallback_and_one_warning_per_document(server):
     for doc in docs:
         n = len(doc.spans[KEY])
         assert n > 1
-        assert doc._.llm_context_failures == n == doc._.llm_usage["failures"]
-        assert all(s._.context == "" and s._.enriched_text == s.text for s in doc.spans[KEY])
+        assert doc._.clin_llm_context_failures == n == doc._.clin_llm_usage["failures"]
+        assert all(s._.clin_context == "" and s._.clin_enriched_text == s.text for s in doc.spans[KEY])
 
 
 def test_heuristic_fallback_content(server):
@@ -295,8 +295,8 @@ def test_heuristic_fallback_content(server):
     with pytest.warns(UserWarning, match="ollama pull phi4"):
         doc = nlp("MEDICATIONS:\nAspirin 81 mg daily.")
     span = doc.spans[KEY][0]
-    assert span._.context.startswith("Clinical Note, section 'MEDICATIONS'")
-    assert doc._.llm_context_failures == 1
+    assert span._.clin_context.startswith("Clinical Note, section 'MEDICATIONS'")
+    assert doc._.clin_llm_context_failures == 1
 
 
 def test_some_failures_only_affect_their_chunks(server):
@@ -306,8 +306,8 @@ def test_some_failures_only_affect_their_chunks(server):
         doc = nlp(make_note(6, seed=22)[:400])
     spans = list(doc.spans[KEY])
     assert len(spans) >= 3
-    assert [bool(s._.context) for s in spans] == [True, False] + [True] * (len(spans) - 2)
-    assert doc._.llm_context_failures == 1
+    assert [bool(s._.clin_context) for s in spans] == [True, False] + [True] * (len(spans) - 2)
+    assert doc._.clin_llm_context_failures == 1
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])
@@ -318,7 +318,7 @@ def test_dead_server_is_not_called_after_max_consecutive_failures(concurrency):
     )
     with pytest.warns(UserWarning):
         doc = nlp(make_note(30, seed=23))
-    usage = doc._.llm_usage
+    usage = doc._.clin_llm_usage
     assert len(doc.spans[KEY]) > 10
     assert usage["failures"] == len(doc.spans[KEY])
     assert usage["calls"] <= 3 + concurrency - 1
@@ -330,7 +330,7 @@ def test_breaker_counts_consecutive_failures_only(server):
     with pytest.warns(UserWarning):
         doc = nlp(make_note(10, seed=24))
     assert len(server.requests) == len(doc.spans[KEY])
-    assert doc._.llm_context_failures == 4
+    assert doc._.clin_llm_context_failures == 4
 
 
 def test_strict_turns_failures_into_exceptions(server):
@@ -349,10 +349,10 @@ def test_answers_are_cleaned_and_empty_or_refused_ones_fail(server, mode, ok):
         doc = nlp("Aspirin 81 mg daily.")
     span = doc.spans[KEY][0]
     if ok:
-        assert span._.context == answer_for("Chunk to contextualize:\nAspirin 81 mg daily.\n\nProvide ONLY")
-        assert doc._.llm_context_failures == 0
+        assert span._.clin_context == answer_for("Chunk to contextualize:\nAspirin 81 mg daily.\n\nProvide ONLY")
+        assert doc._.clin_llm_context_failures == 0
     else:
-        assert span._.context == "" and doc._.llm_context_failures == 1
+        assert span._.clin_context == "" and doc._.clin_llm_context_failures == 1
 
 
 def test_clean_context_cuts_to_context_size():
@@ -371,8 +371,8 @@ def test_openai_compatible_client_in_the_component(server, monkeypatch):
     monkeypatch.setenv("CLINCHUNK_KEY", "sk-component")
     model = {"@misc": "spacy_clinchunk.OpenAICompatible.v1", "base_url": server.openai_url, "api_key_env": "CLINCHUNK_KEY"}
     doc = build(model)("Aspirin 81 mg daily.")
-    assert doc.spans[KEY][0]._.context
-    assert doc._.llm_usage["prompt_tokens"] > 0 and doc._.llm_usage["completion_tokens"] > 0
+    assert doc.spans[KEY][0]._.clin_context
+    assert doc._.clin_llm_usage["prompt_tokens"] > 0 and doc._.clin_llm_usage["completion_tokens"] > 0
     assert server.requests[-1]["authorization"] == "Bearer sk-component"
 
 
@@ -388,17 +388,17 @@ def test_second_run_makes_zero_calls_and_interrupted_run_resumes(server, tmp_pat
         warnings.simplefilter("always")
         first = list(nlp.pipe(texts))
     n_chunks = sum(len(d.spans[KEY]) for d in first)
-    assert sum(d._.llm_context_failures for d in first) == n_chunks - 3
+    assert sum(d._.clin_llm_context_failures for d in first) == n_chunks - 3
     server.reset()
     resumed = list(nlp.pipe(texts))
     assert server.calls == n_chunks - 3
-    assert sum(d._.llm_usage["cache_hits"] for d in resumed) == 3
+    assert sum(d._.clin_llm_usage["cache_hits"] for d in resumed) == 3
     server.reset()
     again = list(nlp.pipe(texts))
     assert server.requests == []
-    assert sum(d._.llm_usage["calls"] for d in again) == 0
-    assert sum(d._.llm_usage["cache_hits"] for d in again) == n_chunks
-    assert [s._.context for d in again for s in d.spans[KEY]] == [s._.context for d in resumed for s in d.spans[KEY]]
+    assert sum(d._.clin_llm_usage["calls"] for d in again) == 0
+    assert sum(d._.clin_llm_usage["cache_hits"] for d in again) == n_chunks
+    assert [s._.clin_context for d in again for s in d.spans[KEY]] == [s._.clin_context for d in resumed for s in d.spans[KEY]]
     assert oct(cache.stat().st_mode & 0o777) == "0o600"
 
 
@@ -436,7 +436,7 @@ def test_to_disk_and_load_give_identical_output_without_secrets(server, tmp_path
     nlp = build(model, chunk_size=30, chunk_overlap=5, align="sentences", prompt_template=str(template))
     text = make_note(10, seed=40)
     before = nlp(text)
-    expected = [(s.start_char, s.end_char, s._.context, s._.chunk_id) for s in before.spans[KEY]]
+    expected = [(s.start_char, s.end_char, s._.clin_context, s._.clin_chunk_id) for s in before.spans[KEY]]
     nlp.to_disk(tmp_path / "pipe")
     template.unlink()  # the saved pipeline carries its own copy of the template
     for path in (tmp_path / "pipe").rglob("*"):
@@ -444,7 +444,7 @@ def test_to_disk_and_load_give_identical_output_without_secrets(server, tmp_path
             assert b"sk-never-on-disk" not in path.read_bytes()
     reloaded = spacy.load(tmp_path / "pipe")
     after = reloaded(text)
-    got = [(s.start_char, s.end_char, s._.context, s._.chunk_id) for s in after.spans[KEY]]
+    got = [(s.start_char, s.end_char, s._.clin_context, s._.clin_chunk_id) for s in after.spans[KEY]]
     assert got == expected
     assert reloaded.get_pipe("clin_llm_context").template.startswith("Custom")
     component = nlp.get_pipe("clin_llm_context")
@@ -468,8 +468,8 @@ def test_contextual_rag_config_assembles_and_runs(server, tmp_path, monkeypatch)
     doc = nlp(text)
     spans = check_windows(doc, 1000)
     assert len(spans) >= 2
-    assert all(s._.context for s in spans)
-    assert doc._.llm_usage["calls"] == len(spans)
+    assert all(s._.clin_context for s in spans)
+    assert doc._.clin_llm_usage["calls"] == len(spans)
 
 
 def test_cli_sums_llm_usage(server, tmp_path, monkeypatch):
@@ -494,8 +494,8 @@ def test_cli_sums_llm_usage(server, tmp_path, monkeypatch):
 def test_multiprocess_pipe_with_heuristic_context():
     nlp = build(chunk_size=30, chunk_overlap=5)
     texts = [make_note(8, seed=s) for s in range(4)]
-    single = [[(s.start_char, s.end_char, s._.context) for s in d.spans[KEY]] for d in nlp.pipe(texts)]
-    multi = [[(s.start_char, s.end_char, s._.context) for s in d.spans[KEY]] for d in nlp.pipe(texts, n_process=2)]
+    single = [[(s.start_char, s.end_char, s._.clin_context) for s in d.spans[KEY]] for d in nlp.pipe(texts)]
+    multi = [[(s.start_char, s.end_char, s._.clin_context) for s in d.spans[KEY]] for d in nlp.pipe(texts, n_process=2)]
     assert multi == single
 
 

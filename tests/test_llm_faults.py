@@ -39,7 +39,7 @@ def build(url, **config):
 
 
 def contexts(docs):
-    return [[(s.start_char, s.end_char, s._.context) for s in doc.spans[KEY]] for doc in docs]
+    return [[(s.start_char, s.end_char, s._.clin_context) for s in doc.spans[KEY]] for doc in docs]
 
 
 # -- the total deadline --------------------------------------------------------------
@@ -83,8 +83,8 @@ def test_trickle_opens_the_breaker_and_keeps_every_chunk():
     spans = list(doc.spans[KEY])
     assert len(spans) > 4
     assert server.connections == 2, "the breaker stops calling after two trickling requests"
-    assert doc._.llm_context_failures == len(spans)
-    assert all(s._.context.startswith("Clinical Note") for s in spans)  # the fallback's context
+    assert doc._.clin_llm_context_failures == len(spans)
+    assert all(s._.clin_context.startswith("Clinical Note") for s in spans)  # the fallback's context
     assert elapsed < 6.0, elapsed  # a full trickled answer would take ~30 s per chunk
 
 
@@ -96,7 +96,7 @@ def test_an_error_body_echoing_the_note_is_logged_at_debug_only(caplog):
         with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.DEBUG, "spacy_clinchunk"):
             warnings.simplefilter("always")
             doc = nlp(NOTE)
-    assert doc._.llm_context_failures == len(doc.spans[KEY]) > 1
+    assert doc._.clin_llm_context_failures == len(doc.spans[KEY]) > 1
     messages = " ".join(str(w.message) for w in caught)
     assert "HTTP 500" in messages
     assert "chest pain" not in messages and "Aspirin" not in messages
@@ -116,7 +116,7 @@ def test_a_corrupt_cache_is_moved_aside_and_the_run_keeps_its_chunks(tmp_path):
         calls = server.calls
         again = list(build(server.url, cache_path=str(cache)).pipe([NOTE, NOTE + " Extra."]))
         assert server.calls == calls, "the fresh cache answers the rerun"
-    assert all(s._.context for doc in first for s in doc.spans[KEY])
+    assert all(s._.clin_context for doc in first for s in doc.spans[KEY])
     assert contexts(again) == contexts(first)
     aside = [p for p in tmp_path.iterdir() if ".corrupt-" in p.name]
     assert len(aside) == 1 and aside[0].read_bytes().startswith(b"this is not a SQLite database")
@@ -150,8 +150,8 @@ def test_an_unusable_cache_path_warns_once_and_runs_without_cache(tmp_path):
             ours = [w for w in caught if "LLM cache" in str(w.message)]
             assert len(ours) == 1, (why, [str(w.message) for w in caught])
             assert "chest pain" not in str(ours[0].message)
-            assert all(s._.context for doc in docs for s in doc.spans[KEY]), why
-            assert all(doc._.llm_context_failures == 0 for doc in docs), why
+            assert all(s._.clin_context for doc in docs for s in doc.spans[KEY]), why
+            assert all(doc._.clin_llm_context_failures == 0 for doc in docs), why
     (tmp_path / "readonly").exists() and (tmp_path / "readonly").chmod(0o700)
 
 
@@ -164,5 +164,5 @@ def test_a_cache_that_breaks_mid_run_is_dropped_without_losing_chunks(tmp_path):
         component.cache._conn.close()  # the file's connection dies under the component
         with pytest.warns(UserWarning, match="continuing without it"):
             doc = nlp(NOTE + " New sentence here.")
-    assert all(s._.context for s in doc.spans[KEY])
+    assert all(s._.clin_context for s in doc.spans[KEY])
     assert component.cache is None

@@ -33,8 +33,8 @@ def build(url, concurrency, **config):
 
 def outputs(docs):
     return [
-        (doc.text, [(s.start_char, s.end_char, s._.chunk_id, s._.context, s._.enriched_text) for s in doc.spans[KEY]],
-         doc._.llm_context_failures)
+        (doc.text, [(s.start_char, s.end_char, s._.clin_chunk_id, s._.clin_context, s._.clin_enriched_text) for s in doc.spans[KEY]],
+         doc._.clin_llm_context_failures)
         for doc in docs
     ]
 
@@ -57,7 +57,7 @@ def test_each_context_lands_on_its_own_chunk_across_batches():
         docs = list(build(server.url, 6).pipe(texts, batch_size=4))
     for doc in docs:
         for span in doc.spans[KEY]:
-            assert span._.context == answer_for("Chunk to contextualize:\n" + span.text + "\n\nProvide ONLY")
+            assert span._.clin_context == answer_for("Chunk to contextualize:\n" + span.text + "\n\nProvide ONLY")
 
 
 def test_calls_overlap_batches_but_documents_in_flight_stay_bounded():

@@ -123,7 +123,7 @@ def test_windows_equal_the_reference(seed, sentences, align, size, overlap):
     assert got == reference_windows(doc, size, overlap, align, 100)
     for span in doc.spans[KEY]:
         assert span.text == doc.text[span.start_char : span.end_char]
-        assert span._.token_count == len(ENC.encode_ordinary(span.text))
+        assert span._.clin_token_count == len(ENC.encode_ordinary(span.text))
 
 
 def test_chunk_ids_and_cache_keys_are_unchanged(tmp_path):
@@ -140,13 +140,13 @@ def test_chunk_ids_and_cache_keys_are_unchanged(tmp_path):
         docs = list(nlp.pipe(texts))
     expected = set()
     for text, doc in zip(texts, docs):
-        doc._.doc_id = None
+        doc._.clin_doc_id = None
         for index, (start, end) in enumerate(reference_windows(doc, 60, 12, "sentences", 100)):
             chunk = doc[start:end].text
             payload = json.dumps(["ollama:phi4", version, text, chunk], ensure_ascii=False)
             expected.add(hashlib.sha256(payload.encode("utf-8")).hexdigest())
             span = doc.spans[KEY][index]
-            assert span._.chunk_id == f"{hashlib.sha1(text.encode()).hexdigest()[:16]}_chunk_{index}"
+            assert span._.clin_chunk_id == f"{hashlib.sha1(text.encode()).hexdigest()[:16]}_chunk_{index}"
     import sqlite3
 
     with sqlite3.connect(cache) as conn:

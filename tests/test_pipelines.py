@@ -71,13 +71,13 @@ def test_docbin_keeps_span_groups_and_attributes():
     register_extensions()
     nlp = load_pipeline(CONFIG_DIR / "punct_conj_cleaned.cfg")
     doc = nlp(TEXT)
-    doc._.doc_id = "note-1"
-    doc.spans["clin_chunks"][0]._.assertion = "affirmed"
+    doc._.clin_doc_id = "note-1"
+    doc.spans["clin_chunks"][0]._.clin_assertion = "affirmed"
     data = DocBin(docs=[doc], store_user_data=True).to_bytes()
     restored = list(DocBin().from_bytes(data).get_docs(nlp.vocab))[0]
     assert offsets(restored) == offsets(doc)
-    assert restored._.doc_id == "note-1"
-    assert restored.spans["clin_chunks"][0]._.assertion == "affirmed"
+    assert restored._.clin_doc_id == "note-1"
+    assert restored.spans["clin_chunks"][0]._.clin_assertion == "affirmed"
 
 
 def test_components_added_to_a_medspacy_pipeline_after_pyrush():

@@ -109,7 +109,7 @@ def test_ray_docbin_output(ray_cluster, corpus, tmp_path):
     vocab = spacy.blank("en").vocab
     records = {}
     for path in (out / "shards").glob("*.spacy"):
-        records.update({d._.doc_id: without_source(doc_to_record(d)) for d in DocBin().from_disk(path).get_docs(vocab)})
+        records.update({d._.clin_doc_id: without_source(doc_to_record(d)) for d in DocBin().from_disk(path).get_docs(vocab)})
     assert records == corpus["reference"]
 
 

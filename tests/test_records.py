@@ -37,8 +37,8 @@ def nlp(assertion_nlp):
 def _doc(nlp, text=NOTE, doc_id="a/note.txt", source="notes/a/note.txt"):
     register_extensions()
     doc = nlp.make_doc(text)
-    doc._.doc_id = doc_id
-    doc._.source = source
+    doc._.clin_doc_id = doc_id
+    doc._.clin_source = source
     return nlp(doc)
 
 
@@ -97,12 +97,12 @@ def test_other_attributes_are_kept_and_unserializable_ones_rejected(tmp_path):
     register_extensions()
     doc = nlp("Seizures noted.")
     span = Span(doc, 0, 1, label="HP")
-    span._.hpo_id = "HP:0001250"
+    span._.clin_hpo_id = "HP:0001250"
     doc.spans["annotations"] = [span]
     record = chunk_records(doc, "annotations")[0]
     assert record["label"] == "HP" and record["attributes"] == {"hpo_id": "HP:0001250"}
     span = doc.spans["annotations"][0]
-    span._.hpo_label = {1, 2}  # a set: JSON cannot hold it
+    span._.clin_hpo_label = {1, 2}  # a set: JSON cannot hold it
     with pytest.raises(RecordError, match=r"field 'attributes' is not JSON-serializable"):
         write_records([doc], "records", tmp_path / "out.jsonl", "annotations")
 

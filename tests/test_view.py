@@ -55,7 +55,7 @@ def doc(assertion_nlp):
     nlp = assertion_nlp
     register_extensions()
     doc = nlp.make_doc(NOTE.read_text(encoding="utf-8"))
-    doc._.doc_id, doc._.source = "examples/discharge_summary_en.txt", str(NOTE)
+    doc._.clin_doc_id, doc._.clin_source = "examples/discharge_summary_en.txt", str(NOTE)
     return nlp(doc)
 
 
@@ -73,9 +73,9 @@ def test_page_has_every_chunk_with_offsets_assertion_and_cues(doc):
     for element, span in zip(sorted(parsed.chunks, key=lambda c: int(c["data-index"])), spans):
         assert (int(element["data-start"]), int(element["data-end"])) == (span.start_char, span.end_char)
         assert element["text"] == span.text
-        assert element["data-assertion"] == span._.assertion
-        assert f"assertion-{span._.assertion}" in element["class"].split()
-    assert page.count('<mark class="cue"') >= sum(1 for s in spans if s._.assertion == "negated")
+        assert element["data-assertion"] == span._.clin_assertion
+        assert f"assertion-{span._.clin_assertion}" in element["class"].split()
+    assert page.count('<mark class="cue"') >= sum(1 for s in spans if s._.clin_assertion == "negated")
     assert parsed.urls == [] and "http" not in page.replace("http-equiv", "")
     assert "default-src 'none'" in page  # the browser may fetch nothing
 
@@ -85,7 +85,7 @@ def _context_doc():
     register_extensions()
     doc = nlp("Chest pain at rest. No fever.")
     doc.spans["windows"] = [doc[0:5], doc[3:8]]  # overlapping
-    doc.spans["windows"][0]._.context = "Cardiology note <follow-up>"
+    doc.spans["windows"][0]._.clin_context = "Cardiology note <follow-up>"
     return doc
 
 
@@ -105,7 +105,7 @@ def test_displacy_shows_assertion_labels(doc):
     html = render_displacy(doc, "clin_chunks")
     assert ASSERTION_VIEW_KEY == label_by_assertion(doc)
     labels = [s.label_ for s in doc.spans[ASSERTION_VIEW_KEY]]
-    assert labels == [s._.assertion for s in doc.spans["clin_chunks"]]
+    assert labels == [s._.clin_assertion for s in doc.spans["clin_chunks"]]
     assert ">negated<" in html.replace("\n", "").replace(" ", "") and ASSERTION_COLORS["negated"] in html
     assert [(s.start, s.end, s.label_) for s in doc.spans["clin_chunks"]] == original
 
@@ -185,7 +185,7 @@ def test_page_in_headless_chromium(doc, tmp_path):
                 for index, text, css, start, end in found:
                     span = spans[int(index)]
                     assert text == span.text and (int(start), int(end)) == (span.start_char, span.end_char)
-                    assert css == f"chunk assertion-{span._.assertion}"
+                    assert css == f"chunk assertion-{span._.clin_assertion}"
                 negated = page.locator('.chunk[data-assertion="negated"]').first
                 colour = negated.evaluate("e => getComputedStyle(e).backgroundColor")
                 assert colour == "rgb(255, 201, 201)"  # ASSERTION_COLORS["negated"]

@@ -146,7 +146,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     sink = _record_sink(args)
     out = _open_output(args.output, _file_mode(args)) if sink is None else None
     failures = docs_read = 0
-    usages = []  # Doc._.llm_usage of clin_llm_context, summed at the end
+    usages = []  # Doc._.clin_llm_usage of clin_llm_context, summed at the end
     try:
         progress = _progress(args, files)
         for item, doc, error in process(nlp, files, args.batch_size):
@@ -161,8 +161,8 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
                 _write_records(sink, doc, args.spans_key)
             else:
                 write_doc(out, args.format, item.id, doc, args.spans_key)
-            if doc.has_extension("llm_usage") and doc._.llm_usage:
-                usages.append(doc._.llm_usage)
+            if doc.has_extension("clin_llm_usage") and doc._.clin_llm_usage:
+                usages.append(doc._.clin_llm_usage)
     finally:
         if sink is not None:
             sink.close()

@@ -71,8 +71,8 @@ def _chunk_note(args: argparse.Namespace, extra: List[str]):
         raise CLIError(str(err)) from err
     register_extensions()
     doc = nlp.make_doc(item.text)
-    doc._.doc_id = item.id
-    doc._.source = item.source
+    doc._.clin_doc_id = item.id
+    doc._.clin_source = item.source
     return nlp(doc)
 
 

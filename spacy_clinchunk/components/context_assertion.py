@@ -29,7 +29,7 @@ What we add around it:
 * Sections. Where a finding stands gives its default status: past medical/surgical
   history -> historical, family history -> family (``resources/<lang>/assertion_sections.json``,
   or medspaCy's sectionizer when it has run). Header words are never cues, no cue spans
-  two scope units, and ``Span._.section`` records the section.
+  two scope units, and ``Span._.clin_section`` records the section.
 
 Heavy imports (medspaCy pulls in torch and PyRuSH) happen at ``initialize`` or on the
 first doc, never in the constructor.
@@ -98,7 +98,6 @@ PRECEDENCE: Tuple[str, ...] = (
     "historical",
     "normal",
 )
-FLAG_OF_LABEL = {label: f"is_{label}" for label in PRECEDENCE}
 # The category a section's status stands for in its cue.
 LABEL_CATEGORY = {
     "negated": "NEGATED_EXISTENCE",
@@ -242,7 +241,7 @@ def _default_rules(lang: str, include_default_rules: bool) -> List[RuleDict]:
         "include_default_rules": True,
         "max_scope": None,
     },
-    assigns=[f"span._.{name}" for name in ("assertion", "assertion_cues", *FLAG_OF_LABEL.values())],
+    assigns=[f"span._.{attrs.ext(field)}" for field in ("assertion", "assertion_cues", "assertion_statuses", "section")],
 )
 def make_context_assertion(
     nlp: Language,
@@ -267,7 +266,7 @@ def make_context_assertion(
 
 
 class ContextAssertion(Pipe):
-    """Assertion status (``Span._.assertion``) for every span of the named groups."""
+    """Assertion status (``Span._.clin_assertion``) for every span of the named groups."""
 
     def __init__(
         self,
@@ -363,10 +362,9 @@ class ContextAssertion(Pipe):
         layout = DocLayout(doc, self.section_table, doc.text)
         limit = self.max_scope if (self.max_scope or layout.has_sents) else UNSEGMENTED_MAX_SCOPE
         per_unit = [_UnitModifiers(mods) if mods else _NO_MODIFIERS for mods in self._modifiers(doc, matcher, layout, limit)]
-        write_section = _section_writable()
         for targets in groups:
             for target in targets:
-                self._assign(target, per_unit, layout, write_section)
+                self._assign(target, per_unit, layout)
 
     def _targets(self, doc: Doc, key: str) -> List[Span]:
         if key == ENTS:
@@ -421,7 +419,7 @@ class ContextAssertion(Pipe):
                 return items
         return [u + 1] if _ends_unit(doc, layout.space, end, u_end) else []
 
-    def _assign(self, target: Span, per_unit: List["_UnitModifiers"], layout: "DocLayout", write_section: bool) -> None:
+    def _assign(self, target: Span, per_unit: List["_UnitModifiers"], layout: "DocLayout") -> None:
         unit_starts = layout.unit_starts
         first = max(bisect_right(unit_starts, target.start) - 1, 0)
         last = max(bisect_left(unit_starts, target.end) - 1, first)
@@ -443,12 +441,10 @@ class ContextAssertion(Pipe):
         decided = next((label for label in PRECEDENCE if label in governing), "affirmed")
         cues = [_cue(target.doc, m) for m in governing.get(decided, ())]
         ext = target._
-        ext.assertion = decided
-        ext.assertion_cues = sorted(cues, key=lambda c: (c["start_char"], c["end_char"])) if len(cues) > 1 else cues
-        for label, flag in FLAG_OF_LABEL.items():
-            setattr(ext, flag, label in governing)
-        if write_section:
-            ext.section = section.name if section is not None else None
+        ext.clin_assertion = decided
+        ext.clin_assertion_statuses = [label for label in PRECEDENCE if label in governing]
+        ext.clin_assertion_cues = sorted(cues, key=lambda c: (c["start_char"], c["end_char"])) if len(cues) > 1 else cues
+        ext.clin_section = section.name if section is not None else None
 
     def _governs(self, modifier, target: Span) -> bool:
         m_start, m_end = modifier.modifier_span
@@ -881,14 +877,6 @@ def _in_compound(target: Span, start: int, end: int) -> bool:
     return after or before
 
 
-def _section_writable() -> bool:
-    """``Span._.section`` is ours to set (medspaCy, imported first, may own it as a getter)."""
-    if not Span.has_extension("section"):
-        return False
-    _default, method, getter, setter = Span.get_extension("section")
-    return getter is None and method is None or setter is not None
-
-
 # -- sections ------------------------------------------------------------------
 _NOT_LABEL = re.compile(r"^[\s\d.)(\-*•#]+|[\s:.\-]+$")
 _SPACES = re.compile(r"\s+")
@@ -907,7 +895,7 @@ class SectionTable:
         self.status: Dict[str, Optional[str]] = {}
         for name, entry in sections.items():
             status = entry.get("status")
-            if status is not None and status not in FLAG_OF_LABEL:
+            if status is not None and status not in PRECEDENCE:
                 raise ContextRulesError(f"{origin}: section '{name}': unknown status {status!r}")
             self.status[name] = status
             for header in entry.get("headers", []):

@@ -23,8 +23,8 @@ component writes a second, linked granularity to the ``clin_focus`` group:
   are nouns that frame a finding by its measure ("the incidence of", "a form of", in
   ``focus_lead_phrases``).
 
-Each focus span has ``Span._.focus_of`` (index of its chunk in ``clin_chunks``); each
-chunk has ``Span._.focus_ids`` (indices into ``clin_focus``, possibly empty). Focus spans
+Each focus span has ``Span._.clin_focus_of`` (index of its chunk in ``clin_chunks``); each
+chunk has ``Span._.clin_focus_ids`` (indices into ``clin_focus``, possibly empty). Focus spans
 keep the chunk's assertion: it is decided on the full clause, so run this component after
 ``clin_context_assertion``; the chunk's assertion attributes are copied as they are.
 """
@@ -44,16 +44,7 @@ from ..spans import Range, TokenIndex, doc_text
 
 FACTORY = "clin_focus"
 FOCUS_LABEL = "focus"
-ASSERTION_ATTRS = (
-    "assertion",
-    "assertion_cues",
-    "is_negated",
-    "is_uncertain",
-    "is_historical",
-    "is_hypothetical",
-    "is_family",
-    "is_normal",
-)
+ASSERTION_ATTRS = tuple(attrs.ext(f) for f in ("assertion", "assertion_cues", "assertion_statuses"))  # flags derive
 RESOURCE_NAMES = (
     "focus_cut_phrases",
     "focus_lead_phrases",
@@ -90,7 +81,7 @@ _TRAIL_WINDOW = 160  # characters searched for trailing framing (keeps trimming 
         "trim_counts": True,
         "overrides": {},
     },
-    assigns=["doc.spans", "span._.focus_of", "span._.focus_ids"],
+    assigns=["doc.spans", "span._.clin_focus_of", "span._.clin_focus_ids"],
 )
 def make_focus(
     nlp: Language,
@@ -377,19 +368,19 @@ class ClinFocus(ChunkRefiner):
         for position, (span, (_, _, number)) in enumerate(zip(focus, owners)):
             links[number].append(position)
             underscore = span._
-            underscore.focus_of = number
+            underscore.clin_focus_of = number
             if number not in statuses:
                 statuses[number] = _assertion_of(chunks[number])
             for name, value in statuses[number].items():
                 setattr(underscore, name, list(value) if isinstance(value, list) else value)
         for number, chunk in enumerate(chunks):
-            chunk._.focus_ids = links[number]
+            chunk._.clin_focus_ids = links[number]
 
 
 def _assertion_of(chunk: Span) -> Dict[str, object]:
     """The chunk's assertion attributes that are set (none when no assertion ran)."""
     underscore = chunk._
-    if underscore.assertion is None:
+    if underscore.clin_assertion is None:
         return {}
     values = {name: getattr(underscore, name) for name in ASSERTION_ATTRS}
     return {name: value for name, value in values.items() if value is not None}

@@ -3,7 +3,7 @@
 The note is cut into windows of ``chunk_size`` tiktoken tokens overlapping by about
 ``chunk_overlap`` tokens (span group ``clin_rag_chunks``), optionally snapped to
 sentence or chunk boundaries. For each window an LLM (or the heuristic builder) writes
-a short context that situates it in the note; ``Span._.enriched_text`` is that context,
+a short context that situates it in the note; ``Span._.clin_enriched_text`` is that context,
 a blank line and the window's text, ready to embed.
 
 Windowing costs one tiktoken encode per note plus one per window (linear in the note).
@@ -84,12 +84,12 @@ class LLMContextError(RuntimeError):
     },
     assigns=[
         "doc.spans",
-        "span._.chunk_id",
-        "span._.token_count",
-        "span._.context",
-        "span._.enriched_text",
-        "doc._.llm_usage",
-        "doc._.llm_context_failures",
+        "span._.clin_chunk_id",
+        "span._.clin_token_count",
+        "span._.clin_context",
+        "span._.clin_enriched_text",
+        "doc._.clin_llm_usage",
+        "doc._.clin_llm_context_failures",
     ],
 )
 def make_llm_context(
@@ -489,12 +489,12 @@ class LLMContext(Pipe):
             counts = [tokens for _, _, tokens in windows]
         from ..llm.tokens import count_tokens
 
-        doc_id = doc._.doc_id or _content_id(doc.text if text is None else text)
+        doc_id = doc._.clin_doc_id or _content_id(doc.text if text is None else text)
         for index, span in enumerate(spans):
-            span._.chunk_id = f"{doc_id}_chunk_{index}"
-            span._.token_count = counts[index] if counts else count_tokens(span.text, self.encoding)
-            span._.context = ""
-            span._.enriched_text = span.text
+            span._.clin_chunk_id = f"{doc_id}_chunk_{index}"
+            span._.clin_token_count = counts[index] if counts else count_tokens(span.text, self.encoding)
+            span._.clin_context = ""
+            span._.clin_enriched_text = span.text
         return spans
 
     # -- document part of the prompt --------------------------------------
@@ -576,7 +576,7 @@ class LLMContext(Pipe):
                 for i, span in enumerate(spans):
                     _set_context(span, self.model.describe(text, span.start_char, span.end_char, self.document_type, i, len(spans)))
                 return work
-            document = self.document_part(text, max(spans, key=lambda span: span._.token_count).text)
+            document = self.document_part(text, max(spans, key=lambda span: span._.clin_token_count).text)
             if document is None:
                 work.skipped = len(spans)
                 return work
@@ -641,7 +641,7 @@ class LLMContext(Pipe):
             else:
                 failed.append(job)
         if not self.uses_llm:
-            doc._.llm_usage, doc._.llm_context_failures = usage, 0
+            doc._.clin_llm_usage, doc._.clin_llm_context_failures = usage, 0
             return
         spans = list(doc.spans[self.spans_key]) if self.spans_key in doc.spans else []
         failed_offsets = {(job.span.start_char, job.span.end_char) for job in failed}
@@ -651,10 +651,10 @@ class LLMContext(Pipe):
                 _set_context(span, self._fallback(text, span, index, len(spans)))
         usage["failures"] = len(failed)
         usage["seconds"] = round(usage["seconds"], 4)
-        doc._.llm_usage = usage
-        doc._.llm_context_failures = len(failed)
+        doc._.clin_llm_usage = usage
+        doc._.clin_llm_context_failures = len(failed)
         if failed or usage["skipped"]:
-            doc_id = doc._.doc_id or _content_id(text)
+            doc_id = doc._.clin_doc_id or _content_id(text)
             reason = f"; first error: {failed[0].error}" if failed else ""
             skipped = f"; {usage['skipped']} skipped (note too long for num_ctx)" if usage["skipped"] else ""
             warnings.warn(
@@ -726,9 +726,9 @@ class LLMContext(Pipe):
         _warn_once(f"{self.name}: the LLM cache at {path} failed ({type(err).__name__}: {err}); continuing without it")
 
     def _fail(self, job: _Job) -> None:
-        logger.debug("%s: chunk %s failed: %s", self.name, job.span._.chunk_id, job.error)
+        logger.debug("%s: chunk %s failed: %s", self.name, job.span._.clin_chunk_id, job.error)
         if self.strict:
-            raise LLMContextError(f"{self.name}: no context for chunk {job.span._.chunk_id}: {job.error}")
+            raise LLMContextError(f"{self.name}: no context for chunk {job.span._.clin_chunk_id}: {job.error}")
 
     # -- serialization --------------------------------------------------------
     # Data only: the prompt template's text. Settings stay with the config; a saved
@@ -816,8 +816,8 @@ def clean_context(text: Optional[str], encoding: Any, context_size: int) -> str:
 
 # -- helpers ---------------------------------------------------------------------
 def _set_context(span: Span, context: str) -> None:
-    span._.context = context
-    span._.enriched_text = f"{context}\n\n{span.text}" if context else span.text
+    span._.clin_context = context
+    span._.clin_enriched_text = f"{context}\n\n{span.text}" if context else span.text
 
 
 def _new_usage() -> Dict[str, Any]:
@@ -827,7 +827,7 @@ def _new_usage() -> Dict[str, Any]:
 
 
 def sum_usage(usages: Iterable[Optional[Dict[str, Any]]]) -> Dict[str, Any]:
-    """Add up ``Doc._.llm_usage`` dictionaries (the CLI's end-of-run summary)."""
+    """Add up ``Doc._.clin_llm_usage`` dictionaries (the CLI's end-of-run summary)."""
     total = _new_usage()
     for usage in usages:
         for name, value in (usage or {}).items():

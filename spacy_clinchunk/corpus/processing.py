@@ -35,8 +35,8 @@ def make_doc(nlp, item: InputDoc):
             f"raise it with --max-length (max_length= in run_corpus)"
         )
     doc = nlp.make_doc(item.text)
-    doc._.doc_id = item.id
-    doc._.source = item.source
+    doc._.clin_doc_id = item.id
+    doc._.clin_source = item.source
     return doc
 
 

@@ -37,9 +37,8 @@ RECORD_FIELDS = (
     "attributes",
 )
 CUE_FIELDS = ("text", "category", "direction", "literal", "start_char", "end_char")
-# extension values with a record field of their own, or derived from one (the is_* flags)
+# extension values with a record field of their own
 _OWN_FIELDS = {"assertion", "assertion_cues", "section", "context", "enriched_text", "token_count"}
-_DERIVED = {"is_negated", "is_uncertain", "is_historical", "is_hypothetical", "is_family", "is_normal"}
 
 
 class RecordError(ValueError):
@@ -47,10 +46,10 @@ class RecordError(ValueError):
 
 
 def document_id(doc: Doc) -> str:
-    """``Doc._.doc_id``, or for a document without one ``doc-`` + a hash of its text (stable across reruns)."""
+    """``Doc._.clin_doc_id``, or for a document without one ``doc-`` + a hash of its text (stable across reruns)."""
     attrs.register_extensions()
-    if doc._.doc_id is not None and str(doc._.doc_id) != "":
-        return str(doc._.doc_id)
+    if doc._.clin_doc_id is not None and str(doc._.clin_doc_id) != "":
+        return str(doc._.clin_doc_id)
     return "doc-" + hashlib.sha1(doc.text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -60,9 +59,9 @@ def chunk_id(doc_id: str, start: int, end: int) -> str:
 
 
 def registered_extensions(skip: Iterable[str] = ()) -> List[Tuple[str, Any]]:
-    """(name, default) of the package's span extensions registered now, less ``skip``."""
+    """(field, default) of the package's span extensions registered now, less ``skip``."""
     skipped = set(skip)
-    return [(n, d) for n, d in attrs.SPAN_EXTENSIONS.items() if n not in skipped and Span.has_extension(n)]
+    return [(n, d) for n, d in attrs.SPAN_EXTENSIONS.items() if n not in skipped and Span.has_extension(attrs.ext(n))]
 
 
 def span_attributes(span: Span, extensions: Optional[List[Tuple[str, Any]]] = None) -> Dict[str, Any]:
@@ -73,7 +72,7 @@ def span_attributes(span: Span, extensions: Optional[List[Tuple[str, Any]]] = No
     found: Dict[str, Any] = {}
     underscore = span._
     for name, default in registered_extensions() if extensions is None else extensions:
-        value = getattr(underscore, name)
+        value = getattr(underscore, attrs.ext(name))
         if value is not None and value != default:
             found[name] = value
     return found
@@ -94,10 +93,10 @@ def chunk_records(doc: Doc, spans_key: str = attrs.CHUNKS_KEY) -> List[Dict[str,
     """
     attrs.register_extensions()
     doc_id = document_id(doc)
-    source = doc._.source
+    source = doc._.clin_source
     seen: Dict[str, int] = {}
     records = []
-    extensions = registered_extensions(skip=_DERIVED)  # derived flags are not record fields
+    extensions = registered_extensions()
     for index, span in enumerate(span_group(doc, spans_key)):
         base = chunk_id(doc_id, span.start_char, span.end_char)
         repeat = seen.get(base, 0)
@@ -120,7 +119,7 @@ def chunk_records(doc: Doc, spans_key: str = attrs.CHUNKS_KEY) -> List[Dict[str,
                 "context": set_values.get("context"),
                 "enriched_text": set_values.get("enriched_text"),
                 "token_count": set_values.get("token_count"),
-                "attributes": {k: v for k, v in set_values.items() if k not in _OWN_FIELDS | _DERIVED},
+                "attributes": {k: v for k, v in set_values.items() if k not in _OWN_FIELDS},
             }
         )
     return records
@@ -143,16 +142,16 @@ def doc_to_record(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, doc_id: Optional[
     Every span group the pipeline wrote besides ``spans_key`` is listed under ``groups``.
     """
     attrs.register_extensions()
-    record: Dict[str, Any] = {"id": doc_id if doc_id is not None else doc._.doc_id}
+    record: Dict[str, Any] = {"id": doc_id if doc_id is not None else doc._.clin_doc_id}
     record["chunks"] = [span_record(s) for s in doc.spans[spans_key]] if spans_key in doc.spans else []
     others = {key: [span_record(s) for s in group] for key, group in doc.spans.items() if key != spans_key}
     if others:
         record["groups"] = others
     doc_extras: Dict[str, Any] = {}
     for name, default in attrs.DOC_EXTENSIONS.items():
-        if name == "doc_id" or not Doc.has_extension(name):
+        if name == "doc_id" or not Doc.has_extension(attrs.ext(name)):
             continue
-        value = getattr(doc._, name)
+        value = getattr(doc._, attrs.ext(name))
         if value is not None and value != default:
             doc_extras[name] = value
     if doc_extras:

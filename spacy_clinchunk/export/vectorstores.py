@@ -110,8 +110,8 @@ def chunk_texts_with_ids(
     def docs() -> Iterable[Doc]:
         for text, doc_id, source in items:
             doc = nlp.make_doc(text)
-            doc._.doc_id = doc_id
-            doc._.source = source
+            doc._.clin_doc_id = doc_id
+            doc._.clin_source = source
             yield doc
 
     for doc in nlp.pipe(docs(), batch_size=batch_size):

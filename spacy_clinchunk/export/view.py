@@ -3,7 +3,7 @@
 :func:`render_html` writes one page with no network access at all (inline CSS, no
 scripts, a Content-Security-Policy that forbids every fetch). Each chunk is an element
 with ``data-start``, ``data-end`` and ``data-assertion``, coloured by assertion; its
-assertion cues are ``<mark>``-ed and the LLM context (``Span._.context``) shows on hover.
+assertion cues are ``<mark>``-ed and the LLM context (``Span._.clin_context``) shows on hover.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ ASSERTION_COLORS: Dict[str, str] = {
 
 def assertion_of(span: Span) -> str:
     attrs.register_extensions()
-    return span._.assertion or UNASSESSED
+    return span._.clin_assertion or UNASSESSED
 
 
 def label_by_assertion(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, view_key: str = attrs.ASSERTION_VIEW_KEY) -> str:
@@ -97,7 +97,7 @@ def _overlaps(spans: List[Span]) -> bool:
 def _cue_ranges(span: Span) -> Tuple[List[Tuple[int, int, Dict[str, Any]]], List[str]]:
     """Cues inside the chunk (clipped to it), and the texts of cues outside it."""
     inside, outside = [], []
-    for cue in span._.assertion_cues or []:
+    for cue in span._.clin_assertion_cues or []:
         start, end = cue.get("start_char"), cue.get("end_char")
         if start is None or end is None:
             continue
@@ -133,10 +133,10 @@ def _chunk_html(span: Span, index: int, doc_id: str) -> str:
         "end": str(span.end_char),
         "assertion": label,
     }
-    if span._.section:
-        data["section"] = str(span._.section)
-    if span._.context:
-        data["context"] = str(span._.context)
+    if span._.clin_section:
+        data["section"] = str(span._.clin_section)
+    if span._.clin_context:
+        data["context"] = str(span._.clin_context)
     if outside:
         data["cues-outside"] = " | ".join(outside)
     attributes = " ".join(f'data-{k}="{html.escape(v, quote=True)}"' for k, v in data.items())
@@ -168,8 +168,8 @@ def render_html(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, title: Optional[str
         body = '<div class="note">' + _inline(doc, spans, doc_id) + "</div>"
     heading = html.escape(title or doc_id)
     meta = f"{len(spans)} chunks in span group <code>{html.escape(spans_key)}</code>"
-    if doc._.source:
-        meta += f" &middot; source <code>{html.escape(str(doc._.source))}</code>"
+    if doc._.clin_source:
+        meta += f" &middot; source <code>{html.escape(str(doc._.clin_source))}</code>"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"

@@ -11,7 +11,7 @@ Every reader yields :class:`AnnotatedDocument` objects with the same rules:
 
 * an annotation without a location (empty ``evidence_spans``, a BioC annotation
   without ``location``) is *unlocated*: with ``unlocated="keep"`` it is kept on the
-  document (``Doc._.unlocated_annotations``) and never gets a territory; ``"skip"``
+  document (``Doc._.clin_unlocated_annotations``) and never gets a territory; ``"skip"``
   drops it (counted), ``"error"`` fails the file;
 * a snippet that differs from the text only in whitespace or letter case is accepted
   (a DEBUG note); a real mismatch follows ``snippet_mismatch``: ``"warn"`` keeps the
@@ -23,12 +23,12 @@ Every reader yields :class:`AnnotatedDocument` objects with the same rules:
 ``read_annotated(source, nlp)`` returns a ``Doc`` with
 
 * ``doc.spans["annotations"]``: one span per evidence span (or brat/BioC fragment), with
-  ``Span._.hpo_id``, ``Span._.hpo_label``, ``Span._.assertion`` and
-  ``Span._.annotation_index`` (and, per span, ``label_`` = concept id and ``id_`` =
+  ``Span._.clin_hpo_id``, ``Span._.clin_hpo_label``, ``Span._.clin_assertion`` and
+  ``Span._.clin_annotation_index`` (and, per span, ``label_`` = concept id and ``id_`` =
   annotation index);
 * ``doc.spans["voronoi"]`` and ``doc.spans["voronoi_0.50"]`` etc.: the Voronoi ground
   truth of :mod:`spacy_clinchunk.groundtruth.voronoi`;
-* ``Doc._.unlocated_annotations``: a list of ``{"index", "hpo_id", "label",
+* ``Doc._.clin_unlocated_annotations``: a list of ``{"index", "hpo_id", "label",
   "assertion_status", "source_id"}``.
 
 Tokens are split wherever an evidence span, territory or variant starts or ends
@@ -110,7 +110,7 @@ class Annotation:
     source_id: Optional[str] = None  # brat "T3", BioC annotation id
 
     def summary(self) -> Dict[str, Any]:
-        """JSON-serializable description (no note text) for ``Doc._.unlocated_annotations``."""
+        """JSON-serializable description (no note text) for ``Doc._.clin_unlocated_annotations``."""
         return {
             "index": self.index,
             "hpo_id": self.hpo_id,
@@ -655,19 +655,19 @@ def document_to_doc(
         needed.extend(result.territories)
         needed.extend(r for part in result.parts for r in part.variants.values())
     doc = aligned_doc(nlp, text, needed)
-    doc._.doc_id = document.doc_id
-    doc._.source = origin
-    doc._.unlocated_annotations = [a.summary() for a in document.unlocated]
+    doc._.clin_doc_id = document.doc_id
+    doc._.clin_source = origin
+    doc._.clin_unlocated_annotations = [a.summary() for a in document.unlocated]
     items = [(s, e, a.index, a) for a in document.annotations for s, e in a.spans]
     spans_out = []
     for start, end, index, annotation in sorted(items, key=lambda item: item[:3]):
         span = doc.char_span(start, end, label=annotation.hpo_id, span_id=str(index))
         if span is None:  # cannot happen after split_tokens_at; keep the guarantee loud
             raise AnnotationError(f"{origin}: annotation {index}: span {start}-{end} does not align to tokens")
-        span._.hpo_id = annotation.hpo_id
-        span._.hpo_label = annotation.label
-        span._.assertion = annotation.assertion_status or DEFAULT_ASSERTION
-        span._.annotation_index = index
+        span._.clin_hpo_id = annotation.hpo_id
+        span._.clin_hpo_label = annotation.label
+        span._.clin_assertion = annotation.assertion_status or DEFAULT_ASSERTION
+        span._.clin_annotation_index = index
         spans_out.append(span)
     doc.spans[attrs.ANNOTATIONS_KEY] = spans_out
     if result is not None:
@@ -725,7 +725,7 @@ class AnnotatedCorpus:
                 if self.expansion_ratios and self.on_overlap == "skip" and attrs.VORONOI_KEY not in reference.spans:
                     continue  # overlapping annotations: skipped, as the policy asks
                 predicted = nlp.make_doc(reference.text)
-                predicted._.doc_id = reference._.doc_id
+                predicted._.clin_doc_id = reference._.clin_doc_id
                 yield Example(predicted, reference)
 
 

@@ -14,7 +14,7 @@ reference (all on character offsets):
   overlaps it);
 * ``chunks_per_doc`` and ``words_per_chunk`` (a word is a run of letters/digits);
 * ``unlocated_annotations``: annotations asserted for a document but not located in its
-  text (``Doc._.unlocated_annotations``); they have no span, so no metric uses them.
+  text (``Doc._.clin_unlocated_annotations``); they have no span, so no metric uses them.
 
 Discontinuous (brat, BioC) and multi-span (JSON) annotations follow the one rule of
 :mod:`spacy_clinchunk.groundtruth.voronoi`: each fragment is an evidence span (integrity and
@@ -154,7 +154,7 @@ def document_tally(
 def _annotation_index(span: Any, fallback: int) -> int:
     if span.id_ and span.id_.isdigit():
         return int(span.id_)
-    value = span._.annotation_index
+    value = span._.clin_annotation_index
     return int(value) if value is not None else fallback
 
 
@@ -180,7 +180,7 @@ def example_tally(
         variants = [(s.start_char, s.end_char) for s in reference.spans[key]]
     chunks = [(s.start_char, s.end_char) for s in predicted.spans.get(spans_key, [])]
     tally = document_tally(reference.text, chunks, annotations, variants, multi_span_gap, ratio)
-    tally.unlocated = len(reference._.unlocated_annotations or [])
+    tally.unlocated = len(reference._.clin_unlocated_annotations or [])
     return tally
 
 
