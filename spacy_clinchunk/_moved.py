@@ -34,7 +34,7 @@ MOVED: Dict[str, str] = {
     "spacy_clinchunk.annotations": "spacy_clinchunk.groundtruth.annotations",
     "spacy_clinchunk.bioc": "spacy_clinchunk.groundtruth.bioc",
     "spacy_clinchunk.brat": "spacy_clinchunk.groundtruth.brat",
-    "spacy_clinchunk.annotation_files": "spacy_clinchunk.groundtruth.files",
+    "spacy_clinchunk.annotation_files": "spacy_clinchunk.fileio",
     "spacy_clinchunk.voronoi": "spacy_clinchunk.groundtruth.voronoi",
     "spacy_clinchunk.evaluate": "spacy_clinchunk.groundtruth.evaluate",
     "spacy_clinchunk.records": "spacy_clinchunk.export.records",

@@ -7,20 +7,20 @@ with :mod:`importlib.resources`, so they work from an installed wheel.
 from __future__ import annotations
 
 import json
-import warnings
 from functools import lru_cache
 from importlib import resources as importlib_resources
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 from spacy.util import registry
+
+from .fileio import warn_once
 
 SUPPORTED_LANGUAGES = ("en", "de", "es", "fr", "nl")
 FALLBACK_LANGUAGE = "en"
 RESOURCE_PACKAGE = "spacy_clinchunk.resources"
 
 Override = Union[List[str], str]
-_warned: Set[tuple] = set()
 
 
 class ResourceError(ValueError):
@@ -32,15 +32,11 @@ def resolve_language(lang: Optional[str], component: str) -> str:
     code = (lang or FALLBACK_LANGUAGE).split("_")[0].split("-")[0].lower()
     if code in SUPPORTED_LANGUAGES:
         return code
-    key = (code, component)
-    if key not in _warned:
-        _warned.add(key)
-        warnings.warn(
-            f"{component}: no resources for language '{code}'; falling back to English. "
-            f"Supported: {', '.join(SUPPORTED_LANGUAGES)}.",
-            UserWarning,
-            stacklevel=3,
-        )
+    warn_once(
+        f"{component}: no resources for language '{code}'; falling back to English. "
+        f"Supported: {', '.join(SUPPORTED_LANGUAGES)}.",
+        stacklevel=4,
+    )
     return FALLBACK_LANGUAGE
 
 

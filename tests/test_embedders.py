@@ -9,11 +9,11 @@ from spacy.util import registry
 
 from conftest import ROOT
 from spacy_clinchunk.embed import embedders  # noqa: F401
+from spacy_clinchunk.fileio import cache_root
 from spacy_clinchunk.embed.embedders import (
     EmbedderError,
     SentenceTransformerEmbedder,
     StaticEmbedder,
-    cache_root,
     resolve_model,
     shared_model,
 )

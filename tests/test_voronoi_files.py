@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from conftest import ROOT
-from spacy_clinchunk.groundtruth.files import atomic_write
+from spacy_clinchunk.fileio import atomic_write
 from spacy_clinchunk.cli import main
 
 TEXT = "Decreased vibratory sense in the feet. No seizures. Myopia since 2010."

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
 
 def write_output(args: argparse.Namespace, documents: List[Any], output: Path) -> "tuple[int, int]":
     """Write ``documents`` in ``args.to``; returns ``(documents written, annotations left out)``."""
-    from ..groundtruth.files import atomic_write
+    from ..fileio import atomic_write
     from ..groundtruth.annotations import AnnotationError, document_to_record
 
     if args.to in ("bioc-json", "bioc-xml", "docbin"):

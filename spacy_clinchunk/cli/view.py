@@ -27,7 +27,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
-    from ..export.records import RecordError, open_private
+    from ..export.records import RecordError
+    from ..fileio import open_private
     from ..export.view import render_html
 
     if not args.output and not args.serve:

@@ -3,7 +3,7 @@
 Our JSON files are augmented in place: every other field and the key order are kept;
 the file's JSON layout (indent, ASCII escaping, final newline) is reproduced; writes are
 atomic, go through symlinks to their target, and keep the file's mode
-(:mod:`spacy_clinchunk.groundtruth.files`); a re-run with the same parameters leaves the
+(:mod:`spacy_clinchunk.fileio`); a re-run with the same parameters leaves the
 file byte-identical. With ``--output-dir`` (required for brat and BioC input) each
 document is written there as ``<doc_id>.json`` in our schema, owner-only when new.
 ``SOURCE_DATE_EPOCH``, when set, fixes ``generated_at`` (reproducible output).
@@ -116,7 +116,7 @@ class Outcome:
 
 def augment_file(path: Path, params: Dict[str, Any], dry_run: bool, policy: Any = None) -> Outcome:
     """Augment one JSON file of our schema in place."""
-    from ..groundtruth.files import atomic_write, remove_stale_temps, resolve_target
+    from ..fileio import atomic_write, remove_stale_temps, resolve_target
     from ..groundtruth.annotations import AnnotationError, document_from_record, is_annotated_record, parse_bytes
     from ..groundtruth.voronoi import VARIANTS_FIELD, VARIANTS_NAME, OverlapError, VoronoiError, same_block
 
@@ -210,7 +210,7 @@ def write_documents(
 
 def _write_record(target: Path, document: Any, block: Dict[str, Any], dry_run: bool) -> Tuple[bool, int]:
     """Write ``document`` with ``block`` to ``target`` unless it holds the same already: ``(written, stale temps removed)``."""
-    from ..groundtruth.files import atomic_write, remove_stale_temps
+    from ..fileio import atomic_write, remove_stale_temps
     from ..groundtruth.annotations import AnnotationError, document_to_record, parse_bytes
     from ..groundtruth.voronoi import VARIANTS_FIELD, VARIANTS_NAME, same_block
 

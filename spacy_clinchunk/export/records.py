@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Text
 from spacy.tokens import Doc, Span
 
 from .. import attrs
+from ..fileio import make_private, open_private
 
 # Record fields, in order. ``attributes`` holds any other extension value the pipeline set.
 RECORD_FIELDS = (
@@ -227,22 +228,6 @@ def _dataset(rows: List[Dict[str, Any]]):
     return Dataset.from_list(rows, features=Features.from_arrow_schema(arrow_schema()))
 
 
-def open_private(path: Union[str, Path], mode: str = "w") -> Any:
-    """Open ``path`` for writing, readable by its owner only (files hold note text)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.chmod(path, 0o600)  # an existing file keeps its old mode otherwise
-    return os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
-
-
-def _make_private(root: Path) -> None:
-    for dirpath, _dirs, files in os.walk(root):
-        os.chmod(dirpath, 0o700)
-        for name in files:
-            os.chmod(os.path.join(dirpath, name), 0o600)
-
-
 # Writers: format name -> sink. The ``chunk`` CLI offers every key of RECORD_FORMATS.
 
 
@@ -307,7 +292,7 @@ class DatasetSink:
 
     def close(self) -> None:
         _dataset(self._rows).save_to_disk(str(self._path))
-        _make_private(self._path)
+        make_private(self._path)
 
 
 RECORD_FORMATS: Dict[str, Callable[[Any], Any]] = {

@@ -225,7 +225,7 @@ def to_ann(document: AnnotatedDocument) -> Tuple[str, int]:
 
 def write_brat(document: AnnotatedDocument, folder: Path, stem: str) -> Tuple[List[Path], int]:
     """Write ``<stem>.txt`` and ``<stem>.ann`` (owner-only); returns the paths and the unlocated left out."""
-    from .files import atomic_write
+    from ..fileio import atomic_write
 
     ann, left_out = to_ann(document)
     txt_path, ann_path = folder / f"{stem}.txt", folder / f"{stem}.ann"

@@ -1,4 +1,11 @@
-"""Writing ground-truth files safely: atomic, owner-only when new, through symlinks, no temp litter.
+"""Files we write hold note text or what derives from it: one module writes them all.
+
+* :func:`atomic_write` (ground truth, converted annotations), :func:`open_private`
+  (records, the HTML view), :func:`make_private` (saved datasets, cached models);
+* :func:`cache_root`, the one folder our caches live in;
+* :func:`warn_once`, a misconfiguration warning given once per process.
+
+Atomic writes are safe: atomic, owner-only when new, through symlinks, no temp litter.
 
 * A write goes to a temp file in the target's folder, is synced, then ``os.replace``-d
   over the target: a killed run leaves the old file or the new one, never half of one.
@@ -13,11 +20,15 @@ import os
 import re
 import secrets
 import stat
+import warnings
 from pathlib import Path
-from typing import List, Union
+from typing import IO, Any, List, Set, Union
 
 PRIVATE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
 TEMP_SUFFIX = ".clinchunk.tmp"
+CACHE_ENV = "SPACY_CLINCHUNK_CACHE"
+_warned: Set[str] = set()
 
 
 def _temp_pattern(name: str) -> "re.Pattern[str]":
@@ -73,3 +84,41 @@ def atomic_write(path: Union[str, Path], data: Union[str, bytes]) -> Path:
             pass
         raise
     return target
+
+
+def open_private(path: Union[str, Path], mode: str = "w") -> IO[Any]:
+    """Open ``path`` for writing, readable by its owner only (an existing file is narrowed too)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_MODE)
+    os.chmod(path, PRIVATE_MODE)  # an existing file keeps its old mode otherwise
+    return os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+
+
+def make_private(root: Union[str, Path]) -> None:
+    """Narrow a folder tree written by another library to its owner (0700 folders, 0600 files)."""
+    for dirpath, _dirs, files in os.walk(root):
+        os.chmod(dirpath, PRIVATE_DIR_MODE)
+        for name in files:
+            os.chmod(os.path.join(dirpath, name), PRIVATE_MODE)
+
+
+def cache_root() -> Path:
+    """``$SPACY_CLINCHUNK_CACHE``, else ``$XDG_CACHE_HOME/spacy_clinchunk`` or
+    ``~/.cache/spacy_clinchunk``; created owner-only. Every cache of the package lives here."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        root = Path(env).expanduser()
+    else:
+        base = os.environ.get("XDG_CACHE_HOME")
+        root = (Path(base).expanduser() if base else Path.home() / ".cache") / "spacy_clinchunk"
+    root.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    return root
+
+
+def warn_once(message: str, category: type = UserWarning, stacklevel: int = 3) -> None:
+    """``warnings.warn`` the first time this exact message comes up in the process."""
+    if message in _warned:
+        return
+    _warned.add(message)
+    warnings.warn(message, category, stacklevel=stacklevel)
