@@ -52,7 +52,7 @@ from spacy.tokens import Doc, Span
 from spacy.util import ensure_path, registry
 
 from .. import attrs
-from ..logs import quiet_third_party_logging
+from ..logs import quiet_medspacy_loguru
 from ..resources_io import (
     ResourceError,
     load_json_resource,
@@ -200,7 +200,7 @@ def medspacy_default_rules(lang: str) -> List[RuleDict]:
     """medspaCy's packaged rules for ``lang`` (empty when it ships none)."""
     import medspacy  # noqa: F401  (locates the packaged resources)
 
-    quiet_third_party_logging()
+    quiet_medspacy_loguru()
     root = Path(medspacy.__file__).resolve().parents[1] / "resources" / lang / "context_rules.json"
     if not root.is_file():
         return []
@@ -544,7 +544,7 @@ class ContextAssertion(Pipe):
 # -- helpers -----------------------------------------------------------------
 def _compile(nlp: Language, name: str, rules: Sequence[RuleDict], max_scope: Optional[int]) -> "CueMatcher":
     """medspaCy ConTextRules for ``rules`` and a matcher that finds their cues."""
-    quiet_third_party_logging()
+    quiet_medspacy_loguru()
     from medspacy.context import ConTextRule
 
     matcher = CueMatcher(nlp)
