@@ -1,6 +1,7 @@
 """Files we write hold note text or what derives from it: one module writes them all.
 
-* :func:`atomic_write` (ground truth, converted annotations), :func:`open_private`
+* :class:`AtomicFile` (corpus shards, manifests) and :func:`atomic_write` (ground truth,
+  converted annotations), :func:`open_private`
   (records, the HTML view), :func:`make_private` (saved datasets, cached models);
 * :func:`cache_root`, the one folder our caches live in;
 * :func:`warn_once`, a misconfiguration warning given once per process.
@@ -59,6 +60,52 @@ def resolve_target(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
+class AtomicFile:
+    """A file written under a temporary name in its folder, synced, then renamed over ``path``.
+
+    A killed run leaves the old file or the new one, never half of one; the temp file is
+    created with exactly ``mode`` (whatever the umask) and named so that
+    :func:`remove_stale_temps` and the corpus leftovers sweep find it.
+    """
+
+    def __init__(self, path: Union[str, Path], mode: int = PRIVATE_MODE, binary: bool = False) -> None:
+        self.path = Path(path)
+        self.tmp = self.path.parent / f".{self.path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+        fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, mode)
+            self.handle: IO[Any] = os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"}))
+        except BaseException:
+            os.close(fd)
+            self._unlink()
+            raise
+
+    def commit(self) -> None:
+        """Flush, sync and rename into place (an ``OSError`` removes the temp file, then propagates)."""
+        try:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            self.handle.close()
+            os.replace(self.tmp, self.path)
+        except OSError:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        try:
+            self.handle.close()
+        except OSError:
+            pass
+        self._unlink()
+
+    def _unlink(self) -> None:
+        try:
+            os.unlink(self.tmp)
+        except OSError:
+            pass
+
+
 def atomic_write(path: Union[str, Path], data: Union[str, bytes]) -> Path:
     """Write ``data`` (str as UTF-8, newlines untouched) to ``path`` atomically; returns the file written."""
     target = resolve_target(Path(path))
@@ -68,21 +115,13 @@ def atomic_write(path: Union[str, Path], data: Union[str, bytes]) -> Path:
     except FileNotFoundError:
         mode = PRIVATE_MODE
     remove_stale_temps(target)
-    temp = target.parent / f".{target.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
-    handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE)
+    file = AtomicFile(target, mode, binary=True)
     try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(payload)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, target)
+        file.handle.write(payload)
     except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
+        file.abort()
         raise
+    file.commit()
     return target
 
 

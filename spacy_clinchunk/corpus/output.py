@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .. import __version__
+from ..fileio import AtomicFile
 from .shards import Shard
 from .spec import CorpusError
 
@@ -129,43 +130,22 @@ def disk_error(path: Union[str, Path], err: OSError) -> CorpusError:
     return CorpusError(f"cannot write {path}: {reason}")
 
 
-class AtomicFile:
-    """A file written under a temporary name, synced, then renamed into place with ``mode``."""
+def open_atomic(path: Path, mode: int, binary: bool = False) -> AtomicFile:
+    try:
+        return AtomicFile(path, mode, binary)
+    except OSError as err:
+        raise disk_error(path, err) from err
 
-    def __init__(self, path: Path, mode: int, binary: bool = False) -> None:
-        self.path = path
-        self.tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-            if hasattr(os, "fchmod"):
-                os.fchmod(fd, mode)  # exactly ``mode``, whatever the umask
-        except OSError as err:
-            raise disk_error(path, err) from err
-        self.handle = os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"}))
 
-    def commit(self) -> None:
-        try:
-            self.handle.flush()
-            os.fsync(self.handle.fileno())
-            self.handle.close()
-            os.replace(self.tmp, self.path)
-        except OSError as err:
-            self.abort()
-            raise disk_error(self.path, err) from err
-
-    def abort(self) -> None:
-        try:
-            self.handle.close()
-        except OSError:
-            pass
-        try:
-            self.tmp.unlink()
-        except OSError:
-            pass
+def commit_atomic(file: AtomicFile) -> None:
+    try:
+        file.commit()
+    except OSError as err:
+        raise disk_error(file.path, err) from err
 
 
 def write_atomic(path: Path, mode: int, write: Callable[[IO], None], binary: bool = False) -> None:
-    file = AtomicFile(path, mode, binary)
+    file = open_atomic(path, mode, binary)
     try:
         write(file.handle)
     except OSError as err:
@@ -174,7 +154,7 @@ def write_atomic(path: Path, mode: int, write: Callable[[IO], None], binary: boo
     except BaseException:
         file.abort()
         raise
-    file.commit()
+    commit_atomic(file)
 
 
 class ShardFiles:
@@ -187,7 +167,7 @@ class ShardFiles:
         self.started = time.time()
         self.cpu_started = time.process_time()
         writer = FORMAT_WRITERS[out.fmt]
-        self.file = AtomicFile(out.output_path(shard.name), out.file_mode, writer.binary)
+        self.file = open_atomic(out.output_path(shard.name), out.file_mode, writer.binary)
         self.writer = writer(self.file.handle, out.spans_key)
         self.errors: List[Dict[str, Any]] = []
         self.docs = 0
@@ -227,7 +207,7 @@ class ShardFiles:
         except CorpusError:
             self.file.abort()
             raise
-        self.file.commit()
+        commit_atomic(self.file)
         root = Path(self.out.path)
         return {
             "inputs": self.shard.sources,
