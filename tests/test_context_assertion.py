@@ -12,17 +12,11 @@ from hypothesis import strategies as st
 from spacy.tokens import DocBin
 
 from spacy_clinchunk import attrs
-from spacy_clinchunk.components.context_assertion import (
-    FACTORY,
-    PRECEDENCE,
-    ContextRulesError,
-    context_rules_v1,
-    read_rules_file,
-    shipped_rules,
-)
-from spacy_clinchunk.pipeline import load_pipeline
+from spacy_clinchunk.assertion.rules import PRECEDENCE, ContextRulesError, context_rules_v1, read_rules_file, shipped_rules
+from spacy_clinchunk.components.context_assertion import FACTORY
+from spacy_clinchunk.pipeline import PipelineError, load_pipeline
 
-from conftest import ROOT
+from conftest import EXAMPLE_NOTE, ROOT
 
 LANGS = ("en", "de", "es", "fr", "nl")
 KEY = "concepts"
@@ -385,8 +379,9 @@ def test_rules_from_path(tmp_path):
 def test_malformed_rules_file_names_file_and_rule(tmp_path, data, fragment):
     path = _write(tmp_path / "bad_rules.json", data)
     nlp = spacy.blank("en")
+    nlp.add_pipe(FACTORY, config={"rules": path, "include_default_rules": False})  # data is read at initialize
     with pytest.raises(ContextRulesError) as info:
-        nlp.add_pipe(FACTORY, config={"rules": path})
+        nlp.initialize()
     assert "bad_rules.json" in str(info.value) and fragment in str(info.value)
 
 
@@ -451,8 +446,22 @@ def test_entry_points_declared():
     parser.read(ROOT / "setup.cfg")
     entry = parser["options.entry_points"]
     assert f"{FACTORY} = spacy_clinchunk.components.context_assertion:make_context_assertion" in entry["spacy_factories"]
-    assert "spacy_clinchunk.ContextRules.v1" in entry["spacy_misc"]
+    assert "spacy_clinchunk.ContextRules.v1 = spacy_clinchunk.assertion.rules:context_rules_v1" in entry["spacy_misc"]
+    assert "spacy_clinchunk.AssertionSections.v1 = spacy_clinchunk.assertion.sections:assertion_sections_v1" in (
+        entry["spacy_misc"]
+    )
     assert spacy.registry.misc.get("spacy_clinchunk.ContextRules.v1") is context_rules_v1
+
+
+def test_names_of_0_1_still_import_from_the_component_module():
+    from spacy_clinchunk.components import context_assertion as component
+
+    for name in ("FACTORY", "PRECEDENCE", "ContextRulesError", "context_rules_v1", "read_rules_file", "shipped_rules"):
+        assert hasattr(component, name), name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from spacy_clinchunk.context_assertion import ContextAssertion  # the flat path of 0.1
+    assert ContextAssertion is component.ContextAssertion
 
 
 def test_import_is_light():
