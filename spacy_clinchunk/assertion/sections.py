@@ -72,16 +72,13 @@ def normalize_header(label: str) -> str:
 
 
 class SectionTable:
-    """Header lookup and the status of each section, compiled from a checked table."""
+    """Header lookup (header -> section name and status), compiled from a checked table."""
 
     def __init__(self, sections: SectionData) -> None:
         self.by_header: Dict[str, Tuple[str, Optional[str]]] = {}
-        self.status: Dict[str, Optional[str]] = {}
         for name, entry in sections.items():
-            status = entry.get("status")
-            self.status[name] = status
             for header in entry.get("headers", []):
-                self.by_header[normalize_header(header)] = (name, status)
+                self.by_header[normalize_header(header)] = (name, entry.get("status"))
         words = sorted(self.by_header, key=len, reverse=True)
         alternatives = "|".join(re.escape(w).replace("\\ ", r"\s+") for w in words) or "(?!)"
         # a known header alone on its line, with or without a colon

@@ -124,13 +124,13 @@ class ContextAssertion(Pipe):
         self.max_scope = max_scope
         self.extension_prefix = extension_prefix
         self.extension_names = ExtensionNames(extension_prefix)
-        self.extension_names.register()
         taken = self.extension_names.read_only()
         if taken:
             raise SettingError(
                 f"{name}: extension_prefix: Span._.{taken[0]} is another package's read-only attribute; "
                 "choose another extension_prefix"
             )
+        self.extension_names.register()
         if isinstance(rules, (list, tuple)):  # inline rules are checked at once (files on first use)
             validate_rules(list(rules), f"{name}: inline rules")
         self._rules_setting = copy.deepcopy(rules)
