@@ -41,16 +41,10 @@ KEY = "concept"
 
 
 def quiet():
-    import logging
+    """A quiet console, as the CLI keeps it (this script is an application: it may)."""
+    from spacy_clinchunk.logs import quiet_third_party_logging
 
-    try:
-        from loguru import logger as loguru_logger  # type: ignore
-
-        loguru_logger.disable("PyRuSH")
-        loguru_logger.disable("medspacy")
-    except ImportError:
-        pass
-    logging.getLogger("PyRuSH").setLevel(logging.WARNING)
+    quiet_third_party_logging()
     warnings.filterwarnings("ignore")
 
 

@@ -12,17 +12,11 @@ from hypothesis import strategies as st
 from spacy.tokens import DocBin
 
 from spacy_clinchunk import attrs
-from spacy_clinchunk.components.context_assertion import (
-    FACTORY,
-    PRECEDENCE,
-    ContextRulesError,
-    context_rules_v1,
-    read_rules_file,
-    shipped_rules,
-)
-from spacy_clinchunk.pipeline import load_pipeline
+from spacy_clinchunk.assertion.rules import PRECEDENCE, ContextRulesError, context_rules_v1, read_rules_file, shipped_rules
+from spacy_clinchunk.components.context_assertion import FACTORY
+from spacy_clinchunk.pipeline import PipelineError, load_pipeline
 
-from conftest import ROOT
+from conftest import EXAMPLE_NOTE, ROOT
 
 LANGS = ("en", "de", "es", "fr", "nl")
 KEY = "concepts"
@@ -385,8 +379,9 @@ def test_rules_from_path(tmp_path):
 def test_malformed_rules_file_names_file_and_rule(tmp_path, data, fragment):
     path = _write(tmp_path / "bad_rules.json", data)
     nlp = spacy.blank("en")
+    nlp.add_pipe(FACTORY, config={"rules": path, "include_default_rules": False})  # data is read at initialize
     with pytest.raises(ContextRulesError) as info:
-        nlp.add_pipe(FACTORY, config={"rules": path})
+        nlp.initialize()
     assert "bad_rules.json" in str(info.value) and fragment in str(info.value)
 
 
@@ -451,8 +446,22 @@ def test_entry_points_declared():
     parser.read(ROOT / "setup.cfg")
     entry = parser["options.entry_points"]
     assert f"{FACTORY} = spacy_clinchunk.components.context_assertion:make_context_assertion" in entry["spacy_factories"]
-    assert "spacy_clinchunk.ContextRules.v1" in entry["spacy_misc"]
+    assert "spacy_clinchunk.ContextRules.v1 = spacy_clinchunk.assertion.rules:context_rules_v1" in entry["spacy_misc"]
+    assert "spacy_clinchunk.AssertionSections.v1 = spacy_clinchunk.assertion.sections:assertion_sections_v1" in (
+        entry["spacy_misc"]
+    )
     assert spacy.registry.misc.get("spacy_clinchunk.ContextRules.v1") is context_rules_v1
+
+
+def test_names_of_0_1_still_import_from_the_component_module():
+    from spacy_clinchunk.components import context_assertion as component
+
+    for name in ("FACTORY", "PRECEDENCE", "ContextRulesError", "context_rules_v1", "read_rules_file", "shipped_rules"):
+        assert hasattr(component, name), name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from spacy_clinchunk.context_assertion import ContextAssertion  # the flat path of 0.1
+    assert ContextAssertion is component.ContextAssertion
 
 
 def test_import_is_light():
@@ -728,3 +737,215 @@ def test_five_thousand_word_sentence_and_five_hundred_item_list():
 )
 def test_headers_without_body_cues_inside_concepts_mixed_languages(text, concept, expected):
     assert_concept("en", text, concept, expected)
+
+
+# -- data through initialize, settings from config, saved pipelines, extension names ---------
+SAVED_0_1 = ROOT / "tests" / "data" / "saved_0_1" / "assertion"
+# expected.json holds the values under the names of 0.1
+OLD_NAMES = {"assertion": "clin_assertion", "assertion_cues": "clin_assertion_cues", "section": "clin_section"}
+ZONK = [{"literal": "zonk", "category": "NEGATED_EXISTENCE", "direction": "FORWARD"}]
+
+
+def _values(doc, key=attrs.CHUNKS_KEY, prefix="clin_"):
+    fields = ("assertion", "assertion_cues", "assertion_statuses", "section")
+    return [(s.start_char, s.end_char, *(s._.get(prefix + f) for f in fields)) for s in doc.spans[key]]
+
+
+@pytest.fixture(scope="module")
+def example_text():
+    return EXAMPLE_NOTE.read_text(encoding="utf-8")
+
+
+def test_a_pipeline_saved_by_0_1_loads_and_gives_its_values(example_text):
+    expected = json.loads((SAVED_0_1 / "expected.json").read_text(encoding="utf-8"))
+    doc = spacy.load(SAVED_0_1)(example_text)
+    for key, spans in expected["groups"].items():
+        assert [[s.start_char, s.end_char, s.label_] for s in doc.spans[key]] == spans
+        got = [{f: s._.get(OLD_NAMES[f]) for f in OLD_NAMES} for s in doc.spans[key]]
+        assert got == [{f: row[f] for f in OLD_NAMES} for row in expected["ext"][key]]
+    assert {row["assertion"] for row in expected["ext"]["clin_chunks"]} >= {"negated", "historical", "affirmed"}
+
+
+def test_to_disk_and_spacy_load_give_identical_output(assertion_nlp, example_text, tmp_path):
+    before = _values(assertion_nlp(example_text))
+    assertion_nlp.to_disk(tmp_path / "p")
+    saved = json.loads((tmp_path / "p" / FACTORY / "cfg.json").read_text(encoding="utf-8"))
+    assert set(saved) == {"format", "source", "light_words", "sections"}  # data, no settings
+    assert _values(spacy.load(tmp_path / "p")(example_text)) == before
+
+
+INIT_BLOCK = """
+[initialize.components.clin_context_assertion]
+
+[initialize.components.clin_context_assertion.rules]
+@misc = "spacy_clinchunk.ContextRules.v1"
+lang = "en"
+path = "{rules}"
+include_default_rules = false
+
+[initialize.components.clin_context_assertion.sections]
+@misc = "spacy_clinchunk.AssertionSections.v1"
+lang = "en"
+path = "{sections}"
+
+[initialize.components.clin_context_assertion.light_words]
+@misc = "spacy_clinchunk.ResourceList.v1"
+lang = "en"
+name = "assertion_light_words"
+"""
+
+
+def test_an_initialize_block_sets_the_data_and_a_saved_pipeline_keeps_it(tmp_path):
+    rules = _write(tmp_path / "rules.json", {"context_rules": ZONK})
+    sections = _write(tmp_path / "sections.json", {"sections": {"old_stuff": {"status": "historical", "headers": ["old stuff"]}}})
+    config = (ROOT / "configs" / "assertion.cfg").read_text(encoding="utf-8")
+    path = tmp_path / "assertion_zonk.cfg"
+    path.write_text(config + INIT_BLOCK.format(rules=rules, sections=sections), encoding="utf-8")
+    text = "OLD STUFF:\nAsthma.\n\nzonk fever. No rash."
+    nlp = load_pipeline(path)
+    pipe = nlp.get_pipe(FACTORY)
+    assert pipe.rules == [{**ZONK[0]}] and list(pipe.sections) == ["old_stuff"]
+    expected = [("OLD STUFF", "affirmed", None), ("Asthma", "historical", "old_stuff"),
+                ("zonk fever", "negated", None), ("No rash", "affirmed", None)]
+    assert _sections(nlp, text) == expected
+    nlp.to_disk(tmp_path / "saved")
+    (tmp_path / "rules.json").unlink()  # a saved pipeline carries its data
+    loaded = spacy.load(tmp_path / "saved")
+    assert _sections(loaded, text) == expected
+
+
+def _sections(nlp, text):
+    doc = nlp(text)
+    return [(s.text, s._.clin_assertion, s._.clin_section) for s in doc.spans[attrs.CHUNKS_KEY]]
+
+
+def test_data_loads_on_first_use_without_initialize():
+    nlp = spacy.blank("de")
+    nlp.add_pipe("sentencizer")
+    pipe = nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    assert pipe._engine is None and pipe._rules is None  # add_pipe reads nothing
+    doc = nlp.make_doc("Kein Fieber.")
+    doc.spans[KEY] = [doc[1:2]]
+    assert nlp(doc).spans[KEY][0]._.clin_assertion == "negated"
+    assert pipe.rules == shipped_rules("de")
+
+
+def test_initialize_arguments_replace_the_packaged_data():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    pipe = nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    pipe.initialize(rules={"context_rules": ZONK}, sections={"hx": {"status": "family", "headers": ["kin"]}},
+                    light_words=["fellow"])
+    assert pipe.light_words == ["fellow"]
+    spans = _concepts(nlp, "KIN:\nlupus.\n\nfellow zonk fever. No rash.", "lupus", "fellow zonk fever", "rash")
+    assert [(s.text, s._.clin_assertion) for s in spans] == [
+        ("lupus", "family"), ("fellow zonk fever", "negated"), ("rash", "affirmed")]
+    pipe.initialize()  # nothing given: the packaged data of the language again
+    assert pipe.rules == context_rules_v1("en", None, True) and "patient" in pipe.light_words
+
+
+@pytest.mark.parametrize(
+    "kwargs,fragment",
+    [
+        ({"rules": [{"literal": "x", "category": "FAMILY", "direction": "UP"}]}, "initialize rules: rule #0 ('x')"),
+        ({"sections": {"hx": {"status": "gone", "headers": ["hx"]}}}, "section 'hx': unknown status 'gone'"),
+        ({"sections": {"hx": {"status": None, "headers": "hx"}}}, "'headers' must be a list"),
+        ({"light_words": [""]}, "expected a JSON list of non-empty strings"),
+    ],
+)
+def test_bad_initialize_data_is_one_line(kwargs, fragment):
+    from spacy_clinchunk.resources_io import ResourceError
+
+    pipe = spacy.blank("en").add_pipe(FACTORY, config={"include_default_rules": False})
+    with pytest.raises(ResourceError) as info:
+        pipe.initialize(**kwargs)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def saved_assertion(tmp_path_factory):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe(FACTORY, config={"span_keys": [KEY], "include_default_rules": False})
+    nlp.initialize()
+    path = tmp_path_factory.mktemp("assertion") / "pipeline"
+    nlp.to_disk(path)
+    return path
+
+
+def _concepts(nlp, text, *concepts):
+    doc = nlp.make_doc(text)
+    doc.spans[KEY] = [doc.char_span(text.index(c), text.index(c) + len(c)) for c in concepts]
+    return list(nlp(doc).spans[KEY])  # spans keep their doc alive, a group does not
+
+
+@pytest.mark.parametrize(
+    "setting,value,message",
+    [
+        ("max_scope", 0, "max_scope: ensure this value is greater than or equal to 1, got 0"),
+        ("max_scope", True, "max_scope: value is not a valid integer, got True"),
+        ("include_default_rules", "maybe", "include_default_rules: value is not a valid boolean, got 'maybe'"),
+        ("extension_prefix", "1x", "extension_prefix: string does not match regex"),
+    ],
+)
+def test_a_bad_setting_is_one_line_through_load_pipeline(saved_assertion, setting, value, message):
+    override = {f"components.{FACTORY}.{setting}": value}
+    for source in ("assertion", saved_assertion):
+        with pytest.raises(PipelineError) as info:
+            load_pipeline(source, override)
+        assert str(info.value).startswith(f"{FACTORY}: {message}") and "\n" not in str(info.value)
+
+
+def test_setting_overrides_of_a_saved_pipeline_take_effect(saved_assertion):
+    text = "No fever or cough and then a rash."
+    assert [s._.clin_assertion for s in _concepts(spacy.load(saved_assertion), text, "cough")] == ["negated"]
+    loaded = spacy.load(saved_assertion, config={f"components.{FACTORY}.max_scope": 1})
+    assert loaded.get_pipe(FACTORY).max_scope == 1
+    assert [s._.clin_assertion for s in _concepts(loaded, text, "fever", "cough")] == ["negated", "affirmed"]
+    # a setting the rules are built from: the saved rules give way to those it asks for
+    loaded = spacy.load(saved_assertion, config={f"components.{FACTORY}.rules": ZONK})
+    assert loaded.get_pipe(FACTORY).rules == ZONK
+
+
+def test_extension_prefix_renames_every_attribute(saved_assertion):
+    loaded = spacy.load(saved_assertion, config={f"components.{FACTORY}.extension_prefix": "ours_"})
+    assert loaded.get_pipe(FACTORY).extension_names.fields["assertion"] == "ours_assertion"
+    fever, lupus = _concepts(loaded, "She denies fever.\nFAMILY HISTORY: lupus.", "fever", "lupus")
+    assert (fever._.ours_assertion, fever._.ours_negated, fever._.ours_family) == ("negated", True, False)
+    assert [c["text"] for c in fever._.ours_assertion_cues] == ["denies"]
+    assert (lupus._.ours_assertion, lupus._.ours_section, lupus._.ours_assertion_statuses) == (
+        "family", "family_history", ["family"])
+    assert fever._.clin_assertion is None and not fever._.clin_negated  # the default names stay unwritten
+
+
+def test_a_read_only_attribute_under_the_prefix_is_refused():
+    from spacy.tokens import Span
+
+    from spacy_clinchunk.components.settings import SettingError
+
+    Span.set_extension("theirs_section", getter=lambda span: "not ours")
+    try:
+        with pytest.raises(SettingError, match=r"extension_prefix: Span\._\.theirs_section is another package's"):
+            spacy.blank("en").add_pipe(FACTORY, config={"extension_prefix": "theirs_"})
+    finally:
+        Span.remove_extension("theirs_section")
+    assert not Span.has_extension("theirs_assertion")  # refused before anything was registered
+
+
+def test_medspacy_attributes_and_logger_levels_are_left_alone():
+    import logging
+
+    import medspacy  # noqa: F401
+    from medspacy.context import ConText  # noqa: F401  (registers medspaCy's Span._.is_negated)
+    from spacy.tokens import Span
+
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict))]
+    levels = [lg.level for lg in loggers]
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    nlp.initialize()
+    (span,) = _concepts(nlp, "She denies fever.", "fever")
+    assert span._.clin_negated and Span.has_extension("is_negated") and not span._.is_negated
+    assert [lg.level for lg in loggers] == levels
+    assert not Span.has_extension("assertion") and not Span.has_extension("negated")

@@ -1,0 +1,216 @@
+"""Finding cues: medspaCy ``ConTextRule`` objects and a matcher for their phrases and patterns.
+
+Every rule is compiled to a match on ``LOWER`` that tolerates runs of whitespace and line
+breaks between its words ("NEGATIVE   FOR"). Overlapping cues are pruned by medspaCy's
+longest-match rule, except that a HISTORICAL cue inside a longer cue of another kind
+survives ("no history of" negates and dates).
+"""
+import re
+from bisect import bisect_right
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from spacy.attrs import IDX, IS_SPACE
+from spacy.language import Language
+from spacy.tokens import Doc
+
+from ..logs import quiet_medspacy_loguru
+from .rules import ContextRulesError, RuleDict
+
+Match = Tuple[int, int, int]  # (match_id, start token, end token)
+
+_MAX_PHRASES = 4096  # a token pattern expanding to more phrases goes to spaCy's Matcher
+_SPACE_RUN = {"IS_SPACE": True, "OP": "*"}
+
+
+def compile_rules(nlp: Language, name: str, rules: Sequence[RuleDict], max_scope: Optional[int]) -> "CueMatcher":
+    """medspaCy ConTextRules for ``rules`` and a matcher that finds their cues
+    (imports medspaCy: call it at ``initialize`` or on first use)."""
+    quiet_medspacy_loguru()
+    from medspacy.context import ConTextRule
+
+    matcher = CueMatcher(nlp)
+    for i, rule in enumerate(rules):
+        data = dict(rule)
+        if data.get("max_scope") is None and max_scope is not None:
+            data["max_scope"] = max_scope
+        try:
+            context_rule = ConTextRule.from_dict(data)
+        except (TypeError, ValueError) as err:
+            raise ContextRulesError(f"{name}: rule #{i} ('{rule.get('literal')}'): {err}") from err
+        try:
+            matcher.add(f"{name}:{i}", context_rule, rule)
+        except Exception as err:
+            raise ContextRulesError(f"{name}: rule #{i} ('{rule.get('literal')}') cannot be compiled: {err}") from err
+    return matcher
+
+
+class CueMatcher:
+    """Finds the cues of ConText rules in a doc, in any letter case and across whitespace.
+
+    Token patterns made of ``LOWER`` words and ``IN`` lists (optionally ``"OP": "?"``)
+    are expanded into phrases for spaCy's PhraseMatcher, run on the doc's non-space
+    tokens, so "NEGATIVE   FOR" and "negative\\nfor" match "negative for". Other token
+    patterns go to spaCy's Matcher with optional whitespace between elements; regex
+    patterns are searched in the text, case-insensitively, as medspaCy does.
+    """
+
+    def __init__(self, nlp: Language) -> None:
+        from spacy.matcher import Matcher, PhraseMatcher
+
+        self.nlp = nlp
+        self.vocab = nlp.vocab
+        self.phrases = PhraseMatcher(nlp.vocab, attr="LOWER")
+        self.tokens = Matcher(nlp.vocab)
+        self.regex: List[Tuple[int, "re.Pattern[str]"]] = []
+        self.rule_map: Dict[str, Any] = {}
+        self._has = {"phrases": False, "tokens": False, "regex": False}
+        self._word_cache: Dict[str, List[str]] = {}
+        self._sentence_initial: set = set()  # match ids of cues that must open a sentence
+        self._historical: set = set()
+        self._pseudo: set = set()
+
+    def add(self, key: str, context_rule: Any, rule: RuleDict) -> None:
+        self.rule_map[key] = context_rule
+        if rule["category"] == "HISTORICAL":
+            self._historical.add(self.vocab.strings.add(key))
+        elif rule["direction"] in ("PSEUDO", "TERMINATE"):
+            self._pseudo.add(self.vocab.strings.add(key))
+        pattern = rule.get("pattern")
+        if isinstance(pattern, str):  # medspaCy's convention: case-insensitive
+            self.regex.append((self.vocab.strings.add(key), re.compile(pattern, re.IGNORECASE)))
+            self._has["regex"] = True
+            return
+        if pattern is None:
+            pattern = [{"LOWER": w} for w in self._words(rule["literal"])]
+            if not pattern:
+                return
+        first = pattern[0] if isinstance(pattern[0], dict) else {}
+        if first.get("IS_SENT_START") is True and len(first) > 1:
+            # phrases (fast) plus a check of the first token, instead of spaCy's Matcher
+            head = {k: v for k, v in first.items() if k != "IS_SENT_START"}
+            if self._expand([head, *pattern[1:]]) is not None:
+                self._sentence_initial.add(self.vocab.strings.add(key))
+                pattern = [head, *pattern[1:]]
+        phrases = self._expand(pattern)
+        if phrases is None:
+            self.tokens.add(key, [_with_space_runs(pattern)])
+            self._has["tokens"] = True
+            return
+        docs = [Doc(self.vocab, words=words) for words in phrases if words]
+        if docs:
+            self.phrases.add(key, docs)
+            self._has["phrases"] = True
+
+    def _words(self, text: str) -> List[str]:
+        if text not in self._word_cache:
+            self._word_cache[text] = [t.lower_ for t in self.nlp.make_doc(text) if not t.is_space]
+        return self._word_cache[text]
+
+    def _expand(self, pattern: List[Dict[str, Any]]) -> Optional[List[List[str]]]:
+        """All word sequences of a LOWER/IN/? pattern, or None when it is not one."""
+        phrases: List[List[str]] = [[]]
+        for element in pattern:
+            if not isinstance(element, dict) or set(element) - {"LOWER", "OP"}:
+                return None
+            lower, op = element.get("LOWER"), element.get("OP")
+            if op not in (None, "?"):
+                return None
+            if isinstance(lower, str):
+                values = [lower]
+            elif isinstance(lower, dict) and set(lower) == {"IN"} and all(isinstance(v, str) for v in lower["IN"]):
+                values = lower["IN"]
+            else:
+                return None
+            options = [self._words(v.lower()) or [v.lower()] for v in values]
+            if op == "?":
+                options.append([])
+            phrases = [p + o for p in phrases for o in options]
+            if len(phrases) > _MAX_PHRASES:
+                return None
+        return phrases
+
+    def __call__(
+        self,
+        doc: Doc,
+        keep: Optional[Callable[[int, int], bool]] = None,
+        text: Optional[str] = None,
+        space: Optional[List[int]] = None,
+    ) -> List[Match]:
+        """Cue matches ``(match_id, start, end)``, longest first where they overlap;
+        ``keep`` drops sites before overlaps are resolved."""
+        matches: List[Match] = []
+        if self._has["phrases"]:
+            space = doc.to_array(IS_SPACE).tolist() if space is None else space
+            if not any(space):
+                matches.extend(self.phrases(doc))
+            else:
+                kept = [i for i, is_space in enumerate(space) if not is_space]
+                if kept:
+                    shadow = Doc(doc.vocab, words=[doc[i].text for i in kept])
+                    for match_id, start, end in self.phrases(shadow):
+                        matches.append((match_id, kept[start], kept[end - 1] + 1))
+            if self._sentence_initial:
+                matches = [m for m in matches if m[0] not in self._sentence_initial or doc[m[1]].is_sent_start]
+        if self._has["tokens"]:
+            matches.extend(self.tokens(doc))
+        if self._has["regex"]:
+            matches.extend(self._regex_matches(doc, doc.text if text is None else text))
+        if keep is not None:
+            matches = [m for m in matches if keep(m[1], m[2])]
+        if len(matches) < 2:
+            return matches
+        kept = _longest_first(matches)
+        if self._historical and len(kept) < len(matches):
+            kept = self._nested_history(matches, kept)
+        return kept
+
+    def _nested_history(self, matches: List[Match], kept: List[Match]) -> List[Match]:
+        """Time is a dimension of its own: "history" inside "no history of" still dates
+        the finding, while the negation cue decides its existence."""
+        chosen = set(kept)
+        hosts = [m for m in kept if m[0] not in self._historical and m[0] not in self._pseudo]
+        extra = [
+            m for m in matches
+            if m not in chosen and m[0] in self._historical
+            and any(h[1] <= m[1] and m[2] <= h[2] and (h[1], h[2]) != (m[1], m[2]) for h in hosts)
+        ]
+        return sorted(set(kept + extra), key=lambda m: (m[1], m[2])) if extra else kept
+
+    def _regex_matches(self, doc: Doc, text: str) -> List[Match]:
+        """Regex cues, widened to whole tokens."""
+        found = []
+        starts = None
+        for match_id, regex in self.regex:
+            for match in regex.finditer(text):
+                if match.end() <= match.start():
+                    continue
+                if starts is None:
+                    starts = doc.to_array(IDX).tolist()
+                start = bisect_right(starts, match.start()) - 1
+                end = bisect_right(starts, match.end() - 1)
+                if start >= 0 and end > start:
+                    found.append((match_id, start, end))
+        return found
+
+
+def _longest_first(matches: List[Match]) -> List[Match]:
+    """Overlapping matches resolved as medspaCy does: the longest wins, then the first."""
+    ordered = sorted(matches, key=lambda m: (m[1] - m[2], m[1]))
+    taken: set = set()
+    kept = []
+    for match in ordered:
+        tokens = range(match[1], match[2])
+        if not any(t in taken for t in tokens):
+            taken.update(tokens)
+            kept.append(match)
+    kept.sort(key=lambda m: (m[1], m[2]))
+    return kept
+
+
+def _with_space_runs(pattern: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    tolerant: List[Dict[str, Any]] = []
+    for i, element in enumerate(pattern):
+        if i:
+            tolerant.append(dict(_SPACE_RUN))
+        tolerant.append(element)
+    return tolerant

@@ -1,0 +1,154 @@
+"""The layout of a note in tokens: scope units, header labels and sections.
+
+Sections come from medspaCy's sectionizer when it has run (``doc._.sections``), else from
+our header detection. Scope units are sentences (the whole doc when none are set), cut at
+hard line breaks and before headers; header words are never cues, and no cue spans two
+units.
+"""
+import re
+from bisect import bisect_left, bisect_right
+from typing import Dict, List, Optional, Tuple
+
+from spacy.attrs import IDX, IS_SPACE, SENT_START
+from spacy.tokens import Doc
+
+from ..spans import hard_breaks
+from .sections import SECTIONIZER_STATUS, Section, SectionTable
+
+# Section headers and form labels: an upper-case label followed by ':', or a short
+# label at the start of a line followed by ':' and whitespace.
+_UPPER_HEADER = re.compile(r"(?<![\w/])[A-Z][A-Z0-9/&()'\-]+(?:[ \t]+[A-Z0-9/&()'\-]+)*[ \t]*:(?!\d)")
+# (at most five words: "Call for any of the following:" opens a list, it is no label)
+_LINE_LABEL = re.compile(r"^[ \t]*[^\W\d_][^\s:.;,]*(?:[ \t]+[^\s:.;,]+){0,4}[ \t]*:(?=\s)", re.MULTILINE)
+_PARAGRAPH = re.compile(r"\n[^\S\n]*\n")
+
+
+class DocLayout:
+    """Where a doc's sentences, headers and sections are, in tokens."""
+
+    def __init__(self, doc: Doc, table: SectionTable, text: Optional[str] = None) -> None:
+        n = len(doc)
+        self.doc = doc
+        self.text = doc.text if text is None else text
+        rows = doc.to_array([SENT_START, IS_SPACE]).tolist()
+        sent = [row[0] for row in rows]  # 1 start, -1 (as unsigned) not, 0 unset
+        self.space = [row[1] for row in rows]
+        self.has_sents = n > 1 and any(sent[1:])
+        starts = {i for i, value in enumerate(sent) if value == 1} if self.has_sents else set()
+        starts.add(0)
+        self.idx: Optional[List[int]] = None
+        # header label token ranges (never cues) and sections
+        self.labels: List[Tuple[int, int]] = []
+        self.sections: List[Section] = []
+        sectionized = Doc.has_extension("sections") and doc._.sections
+        if sectionized:
+            self._from_sectionizer(doc, starts)
+        else:
+            self._from_headers(doc, table, starts)
+        ordered = sorted(s for s in starts if 0 <= s < n)
+        self.unit_starts = ordered
+        self.units = [(s, ordered[k + 1] if k + 1 < len(ordered) else n) for k, s in enumerate(ordered)]
+        self.label_starts = [a for a, _ in self.labels]
+        self.section_starts = [sec.head_start for sec in self.sections]
+
+    def _stands_as_header(self, head: int, body: int) -> bool:
+        """A title opens its line or ends with a colon."""
+        doc, text = self.doc, self.text
+        start = doc[head].idx
+        if not text[text.rfind("\n", 0, start) + 1:start].strip():
+            return True
+        title_end = doc[body - 1].idx + len(doc[body - 1])
+        return text[title_end - 1:title_end] == ":" or text[title_end:title_end + 1] == ":"
+
+    def _token_at(self, char: int) -> int:
+        """Index of the first token starting at or after ``char``."""
+        if self.idx is None:
+            self.idx = self.doc.to_array(IDX).tolist()
+        return bisect_left(self.idx, char)
+
+    def _from_sectionizer(self, doc: Doc, starts: set) -> None:
+        for section in doc._.sections:
+            head, body, end = section.title_start, section.body_start, section.body_end
+            if head is not None and body is not None and body > head and not self._stands_as_header(head, body):
+                continue  # "No known drug allergies." names no section
+            name = section.category
+            label = SECTIONIZER_STATUS.get(name) if name else None
+            if head is not None and body is not None and body > head:
+                self.labels.append((head, body))
+                starts.update((head, body))
+            starts.add(body)
+            if name:  # medspaCy's Section stays outside: we keep its category, a string
+                self.sections.append(Section(doc, head if head is not None else body, body, end, str(name), label))
+        self.labels.sort()
+        self.sections.sort(key=lambda sec: sec.head_start)
+
+    def _from_headers(self, doc: Doc, table: SectionTable, starts: set) -> None:
+        text = self.text
+        for _, b_end in hard_breaks(text) if "\n" in text else ():
+            starts.add(self._token_at(b_end))
+        headers = _find_headers(text, table)
+        for k, (head, label_end, body) in enumerate(headers):
+            head_tok, label_tok = self._token_at(head), self._token_at(label_end)
+            name, label = table.lookup(text[head:label_end])
+            if name is None and label_tok > head_tok and doc[label_tok - 1].is_stop:
+                continue  # "Call if:" opens a list; a label ends in a noun
+            starts.add(head_tok)
+            if name is None:
+                continue  # an unknown label ends scope, but "Denies:" still negates what follows
+            if label_tok > head_tok:
+                self.labels.append((head_tok, label_tok))
+            end = headers[k + 1][0] if k + 1 < len(headers) else len(text)
+            end = _body_end(text, body, end)
+            self.sections.append(Section(doc, head_tok, label_tok, self._token_at(end), name, label))
+
+    def is_cue_site(self, start: int, end: int) -> bool:
+        """A cue lies within one scope unit and outside every header label."""
+        starts = self.unit_starts
+        if bisect_right(starts, start) != bisect_right(starts, end - 1):
+            return False
+        j = bisect_right(self.label_starts, end - 1) - 1
+        return j < 0 or self.labels[j][1] <= start
+
+    def section_at(self, token: int) -> Optional[Section]:
+        i = bisect_right(self.section_starts, token) - 1
+        if i >= 0:
+            section = self.sections[i]
+            if section.head_end <= token < section.end:
+                return section
+        return None
+
+
+def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
+    """(start, label end, body start) char offsets of the headers and form labels in ``text``."""
+    found: List[Tuple[int, int, int]] = []
+    regexes = [_UPPER_HEADER, _LINE_LABEL] if ":" in text else []
+    if "\n" in text:
+        regexes.append(table.line_header)
+    for regex in regexes:
+        for match in regex.finditer(text):
+            head, label_end = match.start(), match.end()
+            while head < label_end and text[head].isspace():
+                head += 1
+            while label_end > head and (text[label_end - 1].isspace() or text[label_end - 1] == ":"):
+                label_end -= 1
+            if label_end > head:
+                found.append((head, label_end, match.end()))
+    # of labels ending at the same colon, the shortest: "No fever IMPRESSION:" -> "IMPRESSION"
+    shortest: Dict[int, Tuple[int, int, int]] = {}
+    for header in found:
+        if header[2] not in shortest or header[0] > shortest[header[2]][0]:
+            shortest[header[2]] = header
+    kept: List[Tuple[int, int, int]] = []
+    for header in sorted(shortest.values()):
+        if kept and header[0] < kept[-1][2]:
+            continue
+        kept.append(header)
+    return kept
+
+
+def _body_end(text: str, body: int, end: int) -> int:
+    """A section ends at the next header, or at a blank line once its body has begun."""
+    for match in _PARAGRAPH.finditer(text, body, end):
+        if text[body:match.start()].strip():
+            return match.start()
+    return end

@@ -1,0 +1,170 @@
+"""Cue scopes: each cue becomes a medspaCy ``ConTextModifier`` whose scope its unit bounds.
+
+A cue's scope is its scope unit (see :mod:`.layout`), limited to ``max_scope`` tokens. A
+forward cue that ends its unit reaches into the next one ("NEGATIVE FOR" at the end of a
+line), and one whose unit ends with a colon governs the list below it ("Call if:").
+Scopes are then cut by other modifiers (TERMINATE cues, same-category cues) with
+``ConTextModifier.limit_scope`` in ``ConTextGraph.update_scopes`` order.
+"""
+from bisect import bisect_left, bisect_right
+from typing import Any, List, Optional, Tuple
+
+from spacy.tokens import Doc
+
+from .cues import CueMatcher
+from .layout import DocLayout
+
+# Scope limit (tokens) when the doc has no sentence boundaries and max_scope is null.
+UNSEGMENTED_MAX_SCOPE = 30
+# Cues whose scope reaches further than this many tokens from the cue are looked up
+# one by one; the others through a window, so a long unit with many cues stays linear.
+_NEAR = 64
+_LIST_BULLETS = {"-", "*", "•", "·", "–", "+"}
+Unit = Tuple[int, int]
+
+
+def unit_modifiers(doc: Doc, matcher: CueMatcher, layout: DocLayout, max_scope: Optional[int]) -> List["UnitModifiers"]:
+    """The modifiers that reach into each scope unit, scopes already cut as ConText cuts them."""
+    from medspacy.context import ConTextModifier
+
+    limit = max_scope if (max_scope or layout.has_sents) else UNSEGMENTED_MAX_SCOPE
+    units, unit_starts = layout.units, layout.unit_starts
+    per_unit: List[List[Any]] = [[] for _ in units]
+    for match_id, start, end in matcher(doc, layout.is_cue_site, layout.text, layout.space):
+        rule = matcher.rule_map[doc.vocab.strings[match_id]]
+        u = bisect_right(unit_starts, start) - 1
+        u_start, u_end = units[u]
+        rule_scope = rule.max_scope or limit
+        scope_start, scope_end = scope(rule.direction, rule_scope, start, end, u_start, u_end)
+        later = _later_units(doc, layout, rule.direction, u, end, scope_end)
+        if later:  # "NEGATIVE FOR" at the end of a line, "Call if:" over its list
+            last = units[later[-1]][1]
+            scope_end = last if rule_scope is None else min(last, end + rule_scope)
+        modifier = ConTextModifier(rule, start, end, None, scope_start=scope_start, scope_end=scope_end)
+        per_unit[u].append(modifier)
+        for k in later:
+            per_unit[k].append(modifier)
+    for mods in per_unit:
+        if len(mods) > 1:
+            mods.sort(key=lambda m: m.modifier_span)
+            update_scopes(mods)
+    return [UnitModifiers(mods) if mods else NO_MODIFIERS for mods in per_unit]
+
+
+def scope(direction: str, limit: Optional[int], start: int, end: int, u_start: int, u_end: int) -> Tuple[int, int]:
+    """The token range a cue at ``start:end`` governs inside its unit ``u_start:u_end``."""
+    if direction == "FORWARD":
+        return end, (u_end if limit is None else min(u_end, end + limit))
+    if direction == "BACKWARD":
+        return (u_start if limit is None else max(u_start, start - limit)), start
+    if direction == "BIDIRECTIONAL":
+        if limit is None:
+            return u_start, u_end
+        return max(u_start, start - limit), min(u_end, end + limit)
+    return start, end  # TERMINATE / PSEUDO
+
+
+def _later_units(doc: Doc, layout: DocLayout, direction: str, u: int, end: int, scope_end: int) -> List[int]:
+    """Units after ``u`` that a forward cue governs: the next one when nothing follows
+    the cue in its unit; every list item when its unit ends with a colon."""
+    units, space = layout.units, layout.space
+    if direction != "FORWARD" or u + 1 >= len(units):
+        return []
+    u_end = units[u][1]
+    if scope_end >= u_end and _last_word(space, doc, units[u]) == ":":
+        items = []
+        k = u + 1
+        while k < len(units) and _is_list_item(doc, space, units[k]):
+            items.append(k)
+            if k + 1 < len(units) and _is_bare_marker(doc, space, units[k]):
+                items.append(k + 1)  # a sentence splitter cut "1." from its item
+                k += 1
+            k += 1
+        if items:
+            return items
+    return [u + 1] if _ends_unit(doc, space, end, u_end) else []
+
+
+def _last_word(space: List[int], doc: Doc, unit: Unit) -> str:
+    for i in range(unit[1] - 1, unit[0] - 1, -1):
+        if not space[i]:
+            return doc[i].text
+    return ""
+
+
+def _is_list_item(doc: Doc, space: List[int], unit: Unit) -> bool:
+    """A unit that opens with a bullet or an item number ("- fever", "2. rash")."""
+    words = [i for i in range(unit[0], min(unit[1], unit[0] + 4)) if not space[i]]
+    if not words:
+        return False
+    first = doc[words[0]].text
+    if first in _LIST_BULLETS:
+        return True
+    return first.rstrip(".)").isdigit() and (first[-1] in ".)" or len(words) > 1 and doc[words[1]].text in ".)")
+
+
+def _is_bare_marker(doc: Doc, space: List[int], unit: Unit) -> bool:
+    return all(space[i] or doc[i].is_punct or doc[i].is_digit for i in range(*unit))
+
+
+def _ends_unit(doc: Doc, space: List[int], cue_end: int, unit_end: int) -> bool:
+    """Nothing follows the cue in its unit but space, or the period of an abbreviated
+    cue that a sentence splitter took for a full stop ("V.a. Pneumonie")."""
+    rest = [i for i in range(cue_end, unit_end) if not space[i]]
+    if not rest:
+        return True
+    if len(rest) != 1:
+        return False
+    word = doc[rest[0]].text
+    return word == ":" or (word == "." and "." in doc[cue_end - 1].text)
+
+
+def _extent(m: Any) -> Tuple[int, int]:
+    """Tokens a modifier touches: its cue and its scope."""
+    return min(m.scope_span[0], m.modifier_span[0]), max(m.scope_span[1], m.modifier_span[1])
+
+
+def update_scopes(mods: List[Any]) -> None:
+    """medspaCy's ``ConTextGraph.update_scopes`` (same pair order, same ``limit_scope``),
+    skipping pairs whose scopes cannot overlap, so a long unit is not quadratic."""
+    starts = [m.modifier_span[0] for m in mods]
+    far_left = [k for k, m in enumerate(mods) if starts[k] - _extent(m)[0] > _NEAR]
+    for i in range(len(mods) - 1):
+        first = mods[i]
+        window_end = max(i + 1, bisect_left(starts, _extent(first)[1] + _NEAR))
+        others = far_left[bisect_left(far_left, window_end):]
+        for j in [*range(i + 1, window_end), *others]:
+            second = mods[j]
+            first.limit_scope(second)
+            second.limit_scope(first)
+
+
+class UnitModifiers:
+    """The modifiers of one scope unit, sorted, with a fast lookup of those near a span."""
+
+    __slots__ = ("mods", "starts", "before", "after", "far")
+
+    def __init__(self, mods: List[Any]) -> None:
+        near, self.far = [], []
+        for m in mods:
+            lo, hi = _extent(m)
+            start = m.modifier_span[0]
+            (near if hi - start <= _NEAR and start - lo <= _NEAR else self.far).append(m)
+        self.mods = near
+        self.starts = [m.modifier_span[0] for m in near]
+        # how far a scope reaches right of its cue start / left of its cue start
+        self.before = max((_extent(m)[1] - m.modifier_span[0] for m in near), default=0)
+        self.after = max((m.modifier_span[0] - _extent(m)[0] for m in near), default=0)
+
+    def near(self, start: int, end: int) -> List[Any]:
+        lo = bisect_left(self.starts, start - self.before)
+        hi = bisect_right(self.starts, end + self.after)
+        found = self.mods[lo:hi]
+        for m in self.far:
+            m_lo, m_hi = _extent(m)
+            if m_lo < end and start < m_hi:
+                found.append(m)
+        return found
+
+
+NO_MODIFIERS = UnitModifiers([])  # a unit without cues

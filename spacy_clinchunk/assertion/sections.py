@@ -1,0 +1,120 @@
+"""Sections of a note: the table of headers per language, and the status a section gives.
+
+The table is data: ``resources/<lang>/assertion_sections.json`` holds ``{"sections": {name:
+{"status": label or null, "headers": [...]}}}``. Section names follow medspaCy's section
+categories, so our header detection and medspaCy's sectionizer record the same names.
+"""
+import re
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
+
+from spacy.tokens import Doc
+from spacy.util import registry
+
+from ..resources_io import load_json_resource, read_json_file
+from .rules import LABEL_CATEGORY, PRECEDENCE, ContextRulesError
+
+SECTIONS_RESOURCE = "assertion_sections"
+SectionData = Dict[str, Dict[str, Any]]
+
+# medspaCy sectionizer categories -> the status their sections give what they hold.
+SECTIONIZER_STATUS = {
+    "past_medical_history": "historical",
+    "past_surgical_history": "historical",
+    "family_history": "family",
+}
+
+_NOT_LABEL = re.compile(r"^[\s\d.)(\-*•#]+|[\s:.\-]+$")
+_SPACES = re.compile(r"\s+")
+
+
+def check_sections(data: Any, origin: str) -> SectionData:
+    """A section table, checked: the file's object (``{"sections": {...}}``) or its
+    ``sections`` mapping alone; errors name ``origin`` and the section."""
+    if isinstance(data, Mapping) and set(data) == {"sections"} and isinstance(data["sections"], Mapping):
+        data = data["sections"]
+    if not isinstance(data, Mapping):
+        raise ContextRulesError(f"{origin}: expected an object with a 'sections' object")
+    table: SectionData = {}
+    for name, entry in data.items():
+        where = f"{origin}: section '{name}'"
+        if not isinstance(entry, Mapping):
+            raise ContextRulesError(f"{where}: expected an object with 'status' and 'headers'")
+        status, headers = entry.get("status"), entry.get("headers", [])
+        if status is not None and status not in PRECEDENCE:
+            raise ContextRulesError(f"{where}: unknown status {status!r}; allowed: {list(PRECEDENCE)} or null")
+        if not isinstance(headers, list) or not all(isinstance(h, str) and h.strip() for h in headers):
+            raise ContextRulesError(f"{where}: 'headers' must be a list of non-empty strings")
+        table[str(name)] = {"status": status, "headers": list(headers)}
+    return table
+
+
+def section_data(lang: str) -> SectionData:
+    """The shipped section table of ``lang``, checked."""
+    origin = f"{lang}/{SECTIONS_RESOURCE}.json"
+    data = load_json_resource(lang, SECTIONS_RESOURCE)
+    if not isinstance(data, dict) or not isinstance(data.get("sections"), dict):
+        raise ContextRulesError(f"{origin}: expected an object with a 'sections' object")
+    return check_sections(data["sections"], origin)
+
+
+@registry.misc("spacy_clinchunk.AssertionSections.v1")
+def assertion_sections_v1(lang: str = "en", path: Optional[str] = None) -> SectionData:
+    """A section table, usable in config: ``@misc = "spacy_clinchunk.AssertionSections.v1"``;
+    ``path`` (a JSON file in the format of ``assertion_sections.json``) replaces the shipped one."""
+    if path is None:
+        return section_data(lang)
+    return check_sections(read_json_file(path, "assertion sections"), str(Path(path).expanduser()))
+
+
+def normalize_header(label: str) -> str:
+    return _SPACES.sub(" ", _NOT_LABEL.sub("", label.lower()))
+
+
+class SectionTable:
+    """Header lookup (header -> section name and status), compiled from a checked table."""
+
+    def __init__(self, sections: SectionData) -> None:
+        self.by_header: Dict[str, Tuple[str, Optional[str]]] = {}
+        for name, entry in sections.items():
+            for header in entry.get("headers", []):
+                self.by_header[normalize_header(header)] = (name, entry.get("status"))
+        words = sorted(self.by_header, key=len, reverse=True)
+        alternatives = "|".join(re.escape(w).replace("\\ ", r"\s+") for w in words) or "(?!)"
+        # a known header alone on its line, with or without a colon
+        self.line_header = re.compile(rf"(?im)^[ \t]*(?:{alternatives})[ \t]*:?[ \t]*$")
+
+    def lookup(self, label: str) -> Tuple[Optional[str], Optional[str]]:
+        """(section name, status) of a header label; (None, None) when unknown."""
+        key = normalize_header(label)
+        if key in self.by_header:
+            return self.by_header[key]
+        for known, value in self.by_header.items():  # "past medical history (reviewed)"
+            if key.startswith(known) and not key[len(known)].isalnum():
+                return value
+        return None, None
+
+
+class Section:
+    """A header and the body it heads, in tokens; ``label`` is the status it gives."""
+
+    __slots__ = ("doc", "head_start", "head_end", "end", "name", "label")
+
+    def __init__(self, doc: Doc, head_start: int, head_end: int, end: int, name: Optional[str], label: Optional[str]):
+        self.doc, self.head_start, self.head_end, self.end = doc, head_start, head_end, end
+        self.name, self.label = name, label
+
+    def cue(self) -> Dict[str, Union[str, int]]:
+        """The header as the cue of the status the section gives."""
+        end = self.head_end
+        while end > self.head_start + 1 and (self.doc[end - 1].is_space or self.doc[end - 1].text == ":"):
+            end -= 1
+        header = self.doc[self.head_start:end]
+        return {
+            "text": header.text,
+            "category": LABEL_CATEGORY[self.label],
+            "direction": "SECTION",
+            "literal": self.name,
+            "start_char": header.start_char,
+            "end_char": header.end_char,
+        }

@@ -1,0 +1,127 @@
+"""The assertion status of spans: which cues and sections govern each span, and which label wins.
+
+A cue outside a span governs it as ConText says (``ConTextModifier.modifies``). ConText
+never lets a cue modify a target it overlaps, but a chunk is often "no developmental
+delay" with the cue inside: such a cue governs the span when nothing but light words
+(stop words, "patient", ...) of the span lies before the cue's reach. A section with a
+status (past history -> historical, family history -> family) governs what it holds unless
+a cue of that status already does. One label per span by :data:`~.rules.PRECEDENCE`.
+"""
+from bisect import bisect_left, bisect_right
+from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+
+from spacy.tokens import Doc, Span
+
+from .cues import CueMatcher
+from .layout import DocLayout
+from .rules import CATEGORY_LABELS, PRECEDENCE
+from .scopes import UnitModifiers, unit_modifiers
+from .sections import Section, SectionTable
+
+Cue = Dict[str, Any]
+
+
+class Assertion(NamedTuple):
+    """What the engine found for one span (plain JSON values)."""
+
+    label: str  # the deciding status, or "affirmed"
+    statuses: List[str]  # every governing status, in precedence order
+    cues: List[Cue]  # the cues of the deciding status, in text order
+    section: Optional[str]  # the name of the section the span stands in
+
+
+class AssertionEngine:
+    """Compiled rules, the section table and light words of one component."""
+
+    def __init__(self, matcher: CueMatcher, sections: SectionTable, light_words: Set[str], max_scope: Optional[int]) -> None:
+        self.matcher = matcher
+        self.sections = sections
+        self.light_words = light_words
+        self.max_scope = max_scope
+
+    def annotate(self, doc: Doc, groups: Sequence[Iterable[Span]]) -> Iterator[Tuple[Span, Assertion]]:
+        """(span, assertion) for every span of ``groups``, all spans of one doc."""
+        layout = DocLayout(doc, self.sections, doc.text)
+        per_unit = unit_modifiers(doc, self.matcher, layout, self.max_scope)
+        for targets in groups:
+            for target in targets:
+                yield target, self.assess(target, per_unit, layout)
+
+    def assess(self, target: Span, per_unit: List[UnitModifiers], layout: DocLayout) -> Assertion:
+        unit_starts = layout.unit_starts
+        first = max(bisect_right(unit_starts, target.start) - 1, 0)
+        last = max(bisect_left(unit_starts, target.end) - 1, first)
+        governing: Dict[str, List[Any]] = {}
+        seen = set()
+        for u in range(first, last + 1):
+            for modifier in per_unit[u].near(target.start, target.end):
+                if id(modifier) in seen:
+                    continue
+                seen.add(id(modifier))
+                label = CATEGORY_LABELS.get(modifier.category)
+                if label is None or modifier.direction in ("TERMINATE", "PSEUDO"):
+                    continue
+                if self._governs(modifier, target):
+                    governing.setdefault(label, []).append(modifier)
+        section = layout.section_at(target.start)
+        if section is not None and section.label and section.label not in governing:
+            governing[section.label] = [section]
+        decided = next((label for label in PRECEDENCE if label in governing), "affirmed")
+        cues = [cue_of(target.doc, m) for m in governing.get(decided, ())]
+        if len(cues) > 1:
+            cues.sort(key=lambda c: (c["start_char"], c["end_char"]))
+        return Assertion(
+            decided,
+            [label for label in PRECEDENCE if label in governing],
+            cues,
+            section.name if section is not None else None,
+        )
+
+    def _governs(self, modifier: Any, target: Span) -> bool:
+        m_start, m_end = modifier.modifier_span
+        if m_end <= target.start or m_start >= target.end:  # cue outside: plain ConText
+            return modifier.modifies(target)
+        if m_start < target.start:  # cue straddles the span start: treat as leading cue
+            return True
+        if _in_compound(target, m_start, m_end):  # "history" in "history-taking" names the concept
+            return False
+        # cue inside the span: what of the span lies before the cue's reach must be light
+        reach = m_start
+        if modifier.direction != "FORWARD":
+            s_start, s_end = modifier.scope_span
+            if s_end > s_start:
+                reach = min(m_start, s_start)
+        return reach <= target.start or self._light(target.doc, target.start, reach)
+
+    def _light(self, doc: Doc, start: int, end: int) -> bool:
+        for token in doc[start:end]:
+            if token.is_space or token.is_punct or token.is_stop or token.like_num:
+                continue
+            if token.lower_ in self.light_words:
+                continue
+            return False
+        return True
+
+
+def cue_of(doc: Doc, modifier: Any) -> Cue:
+    """A governing cue as a plain dict: text, category, direction, literal, offsets."""
+    if isinstance(modifier, Section):
+        return modifier.cue()
+    start, end = modifier.modifier_span
+    span = doc[start:end]
+    return {
+        "text": span.text,
+        "category": modifier.category,
+        "direction": modifier.direction,
+        "literal": modifier.rule.literal,
+        "start_char": span.start_char,
+        "end_char": span.end_char,
+    }
+
+
+def _in_compound(target: Span, start: int, end: int) -> bool:
+    """A cue glued by a hyphen to a word of the concept is part of its name."""
+    doc = target.doc
+    after = end + 1 < target.end and doc[end].text == "-" and not doc[end - 1].whitespace_
+    before = start - 2 >= target.start and doc[start - 1].text == "-" and not doc[start - 2].whitespace_
+    return after or before
