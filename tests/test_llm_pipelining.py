@@ -24,7 +24,7 @@ def build(url, concurrency, **config):
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
     nlp.add_pipe("clin_llm_context", config={
-        "chunk_size": 30, "chunk_overlap": 6, "align": "sentences", "cache_path": None,
+        "chunk_size": 30, "chunk_overlap": 6, "align": "sentences",
         "max_concurrency": concurrency,
         "model": {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": url}, **config,
     })

@@ -16,6 +16,7 @@ deadline per request (``total_timeout``, enforced by closing the socket), and
 so they are logged at DEBUG only, never put into error messages.
 """
 import heapq
+import inspect
 import itertools
 import json
 import logging
@@ -403,19 +404,42 @@ class HeuristicContext:
 
 
 # -- registered functions ----------------------------------------------------
-# -- registered functions ----------------------------------------------------
-# Settings both HTTP clients take as they are; each registered function adds its own.
+# The retry and timeout settings both HTTP clients take, with their types and defaults, in
+# one place: :func:`_takes_http_settings` adds them to each registered function's signature
+# (``__signature__``, which ``inspect.signature`` and so spaCy's config validation read).
 _HTTP_SETTINGS = (
-    "base_url", "model", "num_ctx", "connect_timeout", "read_timeout", "total_timeout",
-    "max_retries", "backoff", "max_backoff", "max_retry_after",
+    ("connect_timeout", float, 5.0),
+    ("read_timeout", float, 120.0),
+    ("max_retries", int, 3),
+    ("backoff", float, 0.5),
+    ("max_backoff", float, 8.0),
+    ("max_retry_after", float, 60.0),
+    ("total_timeout", float, 180.0),
 )
 
 
-def _http_settings(values: Dict[str, Any]) -> Dict[str, Any]:
-    return {name: values[name] for name in _HTTP_SETTINGS}
+def _takes_http_settings(func: Any) -> Any:
+    """Give ``func(..., **http)`` the keyword parameters of :data:`_HTTP_SETTINGS` in its signature."""
+    signature = inspect.signature(func)
+    own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+        for name, kind, default in _HTTP_SETTINGS
+    ]
+    func.__signature__ = signature.replace(parameters=own + shared)
+    return func
+
+
+def _http_settings(http: Dict[str, Any]) -> Dict[str, Any]:
+    """The shared settings, defaults filled in for a direct call that left some out."""
+    unknown = sorted(set(http) - {name for name, _, _ in _HTTP_SETTINGS})
+    if unknown:
+        raise TypeError(f"unexpected setting(s) {unknown}")
+    return {name: http.get(name, default) for name, _, default in _HTTP_SETTINGS}
 
 
 @registry.misc("spacy_clinchunk.Ollama.v1")
+@_takes_http_settings
 def ollama_v1(
     base_url: str = "http://localhost:11434",
     model: str = "phi4",
@@ -424,22 +448,17 @@ def ollama_v1(
     num_predict: int = 160,
     options: Dict[str, Any] = {},
     keep_alive: Optional[str] = "30m",
-    connect_timeout: float = 5.0,
-    read_timeout: float = 120.0,
-    max_retries: int = 3,
-    backoff: float = 0.5,
-    max_backoff: float = 8.0,
-    max_retry_after: float = 60.0,
-    total_timeout: float = 180.0,
+    **http: Any,
 ) -> OllamaClient:
     """Ollama client. ``options`` go to Ollama as is (``temperature`` defaults to 0)."""
     return OllamaClient(
-        endpoint=endpoint, options=options, keep_alive=keep_alive, max_output_tokens=num_predict,
-        **_http_settings(locals()),
+        base_url=base_url, model=model, num_ctx=num_ctx, endpoint=endpoint, options=options,
+        keep_alive=keep_alive, max_output_tokens=num_predict, **_http_settings(http),
     )
 
 
 @registry.misc("spacy_clinchunk.OpenAICompatible.v1")
+@_takes_http_settings
 def openai_compatible_v1(
     base_url: str = "http://localhost:8000/v1",
     model: str = "phi4",
@@ -448,18 +467,12 @@ def openai_compatible_v1(
     max_tokens: int = 160,
     temperature: float = 0.0,
     extra_body: Dict[str, Any] = {},
-    connect_timeout: float = 5.0,
-    read_timeout: float = 120.0,
-    max_retries: int = 3,
-    backoff: float = 0.5,
-    max_backoff: float = 8.0,
-    max_retry_after: float = 60.0,
-    total_timeout: float = 180.0,
+    **http: Any,
 ) -> OpenAICompatibleClient:
     """OpenAI-compatible chat completions; the key is read from ``$api_key_env`` per request."""
     return OpenAICompatibleClient(
-        api_key_env=api_key_env, temperature=temperature, extra_body=extra_body, max_output_tokens=max_tokens,
-        **_http_settings(locals()),
+        base_url=base_url, model=model, num_ctx=num_ctx, api_key_env=api_key_env, temperature=temperature,
+        extra_body=extra_body, max_output_tokens=max_tokens, **_http_settings(http),
     )
 
 
