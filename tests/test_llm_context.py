@@ -549,10 +549,27 @@ def test_multiprocess_pipe_with_heuristic_context():
     assert multi == single
 
 
-def test_invalid_settings_are_rejected():
-    with pytest.raises(Exception, match="chunk_overlap"):
+@pytest.mark.parametrize("setting,value,says", [
+    ("chunk_overlap", 1000, "chunk_overlap (1000) must be less than chunk_size (1000)"),
+    ("chunk_size", 0, "chunk_size: ensure this value is greater than or equal to 1"),
+    ("align", "paragraphs", "align: unexpected value; permitted: 'tokens', 'sentences', 'clin_chunks'"),
+    ("oversized_document", "truncate", "oversized_document: unexpected value"),
+    ("max_concurrency", 1.5, "max_concurrency: value is not a valid integer"),
+    ("document_chars", -1, "document_chars: ensure this value is greater than or equal to 0"),
+])
+def test_a_bad_setting_is_one_line_naming_it(setting, value, says):
+    from spacy_clinchunk.pipeline import PipelineError, load_pipeline
+
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(CONFIG_DIR / "contextual_rag.cfg", {f"components.clin_llm_context.{setting}": value})
+    message = str(info.value)
+    assert message.startswith("clin_llm_context: ") and says in message and "\n" not in message
+
+
+def test_contradicting_settings_raise_setting_error():
+    from spacy_clinchunk.components.settings import SettingError
+
+    with pytest.raises(SettingError, match="chunk_overlap"):
         build(chunk_size=100, chunk_overlap=100)
-    with pytest.raises(Exception, match="align"):
-        build(align="paragraphs")
-    with pytest.raises(Exception, match="oversized_document"):
-        build(oversized_document="truncate")
+    with pytest.raises(SettingError, match="model must be"):
+        build(model={"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": None})

@@ -29,6 +29,7 @@ from ..llm.cache_adapter import AnswerCache, cache_of_cache_path
 from ..llm.output import clean_context
 from ..llm.prompt import PromptTemplate, read_prompt
 from ..llm.scheduler import Breaker, CallPool, DocWork, Job, ask, in_order, sum_usage
+from ..llm import tokens as llm_tokens  # tiktoken itself loads on first use
 from ..llm.windows import Align, Oversized, content_id, fit_document, prompt_limit, token_windows
 from .base import require_extra
 from .settings import NonNegativeInt, PositiveInt, SettingError
@@ -209,9 +210,7 @@ class LLMContext(Pipe):
     # -- lazily loaded helpers ------------------------------------------------------
     @property
     def encoding(self) -> Any:
-        from ..llm.tokens import get_encoding
-
-        return get_encoding(self.encoding_name)
+        return llm_tokens.get_encoding(self.encoding_name)
 
     @property
     def uses_llm(self) -> bool:
@@ -236,8 +235,6 @@ class LLMContext(Pipe):
 
     def make_chunks(self, doc: Doc, text: Optional[str] = None) -> List[Span]:
         """Write the window group and the chunk attributes (no context yet)."""
-        from ..llm.tokens import count_tokens
-
         text = doc.text if text is None else text
         counts: List[int] = []
         if not self.overwrite and self.spans_key in doc.spans:
@@ -250,18 +247,16 @@ class LLMContext(Pipe):
         doc_id = doc._.clin_doc_id or content_id(text)
         for index, span in enumerate(spans):
             span._.clin_chunk_id = f"{doc_id}_chunk_{index}"
-            span._.clin_token_count = counts[index] if counts else count_tokens(span.text, self.encoding)
+            span._.clin_token_count = counts[index] if counts else llm_tokens.count_tokens(span.text, self.encoding)
             _set_context(span, "")
         return spans
 
     def document_part(self, text: str, longest_chunk: str) -> Optional[str]:
         """The note as it goes into every prompt of its chunks; ``None`` means skip (too long)."""
-        from ..llm.tokens import count_tokens
-
         return fit_document(
             text, self.encoding, document_chars=self.document_chars, limit=prompt_limit(self.model),
             strategy=self.oversized_document,
-            prompt_tokens=lambda document: count_tokens(self._render(document, longest_chunk), self.encoding),
+            prompt_tokens=lambda document: llm_tokens.count_tokens(self._render(document, longest_chunk), self.encoding),
         )
 
     # -- spaCy API --------------------------------------------------------------------
