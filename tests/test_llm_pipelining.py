@@ -2,7 +2,6 @@
 the server's speed, order kept, bounded documents in flight, keep-alive connections."""
 import random
 
-import pytest
 import spacy
 
 from llm_server import FakeLLMServer, answer_for
