@@ -1,1 +1,1 @@
-"""LLM plumbing of clin_llm_context: clients, tokens, windows, prompt, scheduler, output cleaning, cache."""
+"""LLM plumbing of clin_llm_context: clients (HTTP, heuristic), tokens, windows, prompt, scheduler, output, cache."""
