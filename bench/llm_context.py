@@ -78,7 +78,7 @@ def build(url=None, concurrency=4, cache=None):
     from spacy.util import load_config, load_model_from_config
 
     overrides = {
-        "components.clin_llm_context.cache_path": cache,
+        "components.clin_llm_context.cache": {"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": cache} if cache else None,
         "components.clin_llm_context.max_concurrency": concurrency,
     }
     if url is not None:

@@ -8,7 +8,7 @@ import textwrap
 from spacy.util import registry
 
 from llm_server import FakeLLMServer
-from spacy_clinchunk.llm.cache import SQLiteCache, cache_key, default_cache_path, resolve_cache_path
+from spacy_clinchunk.llm.cache import SQLiteCache, cache_key
 
 
 def test_put_get_and_persistence(tmp_path):
@@ -41,14 +41,13 @@ def test_key_depends_on_every_part():
     assert cache_key("a", "b", "c|d", "e") != cache_key("a", "b", "c", "d|e")
 
 
-def test_paths_default_env_and_disabled(tmp_path, monkeypatch):
+def test_registered_cache_paths_default_env_and_disabled(tmp_path, monkeypatch):
+    factory = registry.misc.get("spacy_clinchunk.SQLiteCache.v1")
     monkeypatch.delenv("SPACY_CLINCHUNK_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert default_cache_path() == tmp_path / "xdg" / "spacy_clinchunk" / "llm_context.sqlite"
-    monkeypatch.setenv("SPACY_CLINCHUNK_CACHE", str(tmp_path / "mine.sqlite"))
-    assert resolve_cache_path("default") == tmp_path / "mine.sqlite"
-    assert resolve_cache_path(None) is None
-    factory = registry.misc.get("spacy_clinchunk.SQLiteCache.v1")
+    assert factory().path == tmp_path / "xdg" / "spacy_clinchunk" / "llm_context.sqlite"
+    monkeypatch.setenv("SPACY_CLINCHUNK_CACHE", str(tmp_path / "mine"))  # the package's cache folder
+    assert factory(path="default").path == tmp_path / "mine" / "llm_context.sqlite"
     assert factory(path=None) is None
     assert factory(path=str(tmp_path / "x.sqlite")).path == tmp_path / "x.sqlite"
 
@@ -75,7 +74,8 @@ WORKER = textwrap.dedent(
     import spacy
     nlp = spacy.blank("en")
     nlp.add_pipe("clin_llm_context", config={
-        "chunk_size": 30, "chunk_overlap": 5, "cache_path": sys.argv[1], "max_concurrency": 4,
+        "chunk_size": 30, "chunk_overlap": 5, "max_concurrency": 4,
+        "cache": {"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": sys.argv[1]},
         "model": {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": sys.argv[2], "backoff": 0.01}})
     texts = sys.stdin.read().split("\\f")
     docs = list(nlp.pipe(texts))
@@ -118,7 +118,8 @@ def test_two_processes_share_the_cache(tmp_path):
         # a later run (this process) over all notes: every chunk comes from the cache
         nlp = spacy.blank("en")
         nlp.add_pipe("clin_llm_context", config={
-            "chunk_size": 30, "chunk_overlap": 5, "cache_path": str(cache),
+            "chunk_size": 30, "chunk_overlap": 5,
+            "cache": {"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": str(cache)},
             "model": {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": server.url}})
         docs = list(nlp.pipe(notes))
         assert len(server.requests) == calls_first

@@ -7,7 +7,8 @@ import pytest
 from spacy.util import registry
 
 from llm_server import answer_for, refused_url
-from spacy_clinchunk.llm.clients import HeuristicContext, PermanentLLMError, TransientLLMError
+from spacy_clinchunk.llm.clients import PermanentLLMError, TransientLLMError
+from spacy_clinchunk.llm.heuristic import HeuristicContext
 
 PROMPT = "Document context:\nNote.\n\nChunk to contextualize:\nPatient denies chest pain today.\n\nProvide ONLY the context:"
 
@@ -202,7 +203,7 @@ def test_heuristic_context_names_type_section_and_position():
 
 def reference_section(text, start):
     """The last header before the end of ``start``'s line, scanning the text up to there."""
-    from spacy_clinchunk.llm.clients import _CAPS_LINE, _HEADER
+    from spacy_clinchunk.llm.heuristic import _CAPS_LINE, _HEADER
 
     line_end = text.find("\n", start)
     limit = len(text) if line_end == -1 else line_end

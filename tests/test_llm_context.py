@@ -2,6 +2,7 @@
 reliability (fallback, breaker, strict), concurrency, cache, budget, serialization."""
 import random
 import warnings
+from pathlib import Path
 
 import pytest
 import spacy
@@ -47,13 +48,19 @@ def ollama_cfg(url, **kwargs):
     return {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": url, "backoff": 0.01, "max_backoff": 0.02, **kwargs}
 
 
-def build(model=None, sentencizer=True, **config):
+def sqlite(path=None):
+    """The one config line that turns the answer cache on (at ``path``, else the default file)."""
+    return {"@misc": "spacy_clinchunk.SQLiteCache.v1", **({"path": str(path)} if path else {})}
+
+
+def build(model=None, sentencizer=True, prompt=None, **config):
     nlp = spacy.blank("en")
     if sentencizer:
         nlp.add_pipe("sentencizer")
-    settings_ = {"cache_path": None, **config}
-    settings_["model"] = model or {"@misc": "spacy_clinchunk.HeuristicContext.v1"}
-    nlp.add_pipe("clin_llm_context", config=settings_)
+    config["model"] = model or {"@misc": "spacy_clinchunk.HeuristicContext.v1"}
+    component = nlp.add_pipe("clin_llm_context", config=config)
+    if prompt is not None:
+        component.initialize(prompt=prompt)
     return nlp
 
 
@@ -160,7 +167,7 @@ def test_clin_chunks_alignment_uses_the_chunk_group():
     nlp = load_pipeline(CONFIG_DIR / "punct_conj_cleaned.cfg")
     nlp.add_pipe(
         "clin_llm_context",
-        config={"chunk_size": 120, "chunk_overlap": 20, "align": "clin_chunks", "cache_path": None,
+        config={"chunk_size": 120, "chunk_overlap": 20, "align": "clin_chunks",
                 "model": {"@misc": "spacy_clinchunk.HeuristicContext.v1"}},
     )
     doc = nlp(make_note(60, seed=3))
@@ -230,14 +237,40 @@ def test_whole_note_when_document_chars_is_null(server):
     assert text.strip() in server.requests[-1]["body"]["messages"][0]["content"]
 
 
-def test_template_override_file(server, tmp_path):
-    template = tmp_path / "t.txt"
-    template.write_text("Type {document_type}\n{document}\n---\nChunk to contextualize:\n{chunk}\n\nProvide ONLY it.")
-    nlp = build(ollama_cfg(server.url), prompt_template=str(template), document_type="Discharge summary")
+CUSTOM = "Type {document_type}\n{document}\n---\nChunk to contextualize:\n{chunk}\n\nProvide ONLY it."
+
+
+def test_prompt_given_to_initialize(server):
+    nlp = build(ollama_cfg(server.url), prompt=CUSTOM, document_type="Discharge summary")
     doc = nlp("Aspirin 81 mg daily.")
     prompt = server.requests[-1]["body"]["messages"][0]["content"]
     assert prompt.startswith("Type Discharge summary\nAspirin 81 mg daily.\n---")
     assert doc.spans[KEY][0]._.clin_context == answer_for(prompt)
+
+
+def test_prompt_file_from_the_initialize_block(server, tmp_path):
+    from spacy.util import load_model_from_config
+
+    template = tmp_path / "t.txt"
+    template.write_text(CUSTOM)
+    nlp = build(ollama_cfg(server.url), sentencizer=False)
+    config = nlp.config.copy()
+    config["initialize"]["components"]["clin_llm_context"] = {
+        "prompt": {"@misc": "spacy_clinchunk.PromptTemplate.v1", "path": str(template)}
+    }
+    nlp = load_model_from_config(config, auto_fill=True, validate=True)
+    nlp.initialize()
+    assert nlp.get_pipe("clin_llm_context").prompt.text == CUSTOM
+    nlp("Aspirin 81 mg daily.")
+    assert server.requests[-1]["body"]["messages"][0]["content"].startswith("Type Clinical Note\n")
+
+
+def test_a_prompt_without_a_chunk_placeholder_is_refused():
+    component = build().get_pipe("clin_llm_context")
+    with pytest.raises(ValueError, match="no {chunk} placeholder"):
+        component.initialize(prompt="Summarize {document}.")
+    with pytest.warns(UserWarning, match="before {document}"):
+        component.initialize(prompt="{chunk} in {document}")
 
 
 @pytest.mark.parametrize("strategy", ["truncate_middle", "head", "skip"])
@@ -381,7 +414,7 @@ def test_second_run_makes_zero_calls_and_interrupted_run_resumes(server, tmp_pat
     cache = tmp_path / "cache.sqlite"
     texts = [make_note(14, seed=s) for s in (30, 31)]
     nlp = build(ollama_cfg(server.url, max_retries=0), chunk_size=30, chunk_overlap=5, max_concurrency=1,
-                cache_path=str(cache), max_consecutive_failures=2)
+                cache=sqlite(cache), max_consecutive_failures=2)
     server.queue("ok", "ok", "ok")
     server.mode = "500"  # the server dies after three answers: the run is "interrupted"
     with warnings.catch_warnings(record=True):
@@ -403,58 +436,72 @@ def test_second_run_makes_zero_calls_and_interrupted_run_resumes(server, tmp_pat
 
 
 def test_cache_key_changes_with_model_and_template(server, tmp_path):
-    cache = str(tmp_path / "c.sqlite")
-    build(ollama_cfg(server.url), cache_path=cache)("Aspirin 81 mg daily.")
-    build(ollama_cfg(server.url), cache_path=cache)("Aspirin 81 mg daily.")
+    cache = tmp_path / "c.sqlite"
+    build(ollama_cfg(server.url), cache=sqlite(cache))("Aspirin 81 mg daily.")
+    build(ollama_cfg(server.url), cache=sqlite(cache))("Aspirin 81 mg daily.")
     assert len(server.requests) == 1
     server.model = "phi4-mini"
     try:
-        build(ollama_cfg(server.url, model="phi4-mini"), cache_path=cache)("Aspirin 81 mg daily.")
+        build(ollama_cfg(server.url, model="phi4-mini"), cache=sqlite(cache))("Aspirin 81 mg daily.")
     finally:
         server.model = "phi4"
     assert len(server.requests) == 2
-    template = tmp_path / "t.txt"
-    template.write_text("{document}\nChunk to contextualize:\n{chunk}\n\nProvide ONLY:")
-    build(ollama_cfg(server.url), cache_path=cache, prompt_template=str(template))("Aspirin 81 mg daily.")
+    other = "{document}\nChunk to contextualize:\n{chunk}\n\nProvide ONLY:"
+    build(ollama_cfg(server.url), cache=sqlite(cache), prompt=other)("Aspirin 81 mg daily.")
     assert len(server.requests) == 3
 
 
-def test_default_cache_path_honours_the_environment(server, tmp_path, monkeypatch):
-    monkeypatch.setenv("SPACY_CLINCHUNK_CACHE", str(tmp_path / "envcache"))
-    nlp = spacy.blank("en")
-    nlp.add_pipe("clin_llm_context", config={"model": ollama_cfg(server.url)})
+def private_files(root):
+    return {path.relative_to(root): oct(path.stat().st_mode & 0o777) for path in root.rglob("*")}
+
+
+def test_the_cache_is_off_by_default_and_one_line_turns_it_on(server, tmp_path, monkeypatch):
+    root = tmp_path / "envcache"
+    monkeypatch.setenv("SPACY_CLINCHUNK_CACHE", str(root))
+    build(ollama_cfg(server.url))("Aspirin 81 mg daily.")
+    assert not root.exists()
+    nlp = build(ollama_cfg(server.url), cache={"@misc": "spacy_clinchunk.SQLiteCache.v1"})
     nlp("Aspirin 81 mg daily.")
-    assert (tmp_path / "envcache" / "llm_context.sqlite").is_file()
+    assert nlp.get_pipe("clin_llm_context").cache.path == root / "llm_context.sqlite"
+    files = private_files(root)
+    assert files.pop(Path("llm_context.sqlite")) == "0o600"
+    assert set(files.values()) <= {"0o600"}  # the WAL side files
+    assert oct(root.stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_cache_in_a_new_folder_is_owner_only(server, tmp_path):
+    cache = tmp_path / "new" / "c.sqlite"
+    build(ollama_cfg(server.url), cache=sqlite(cache))("Aspirin 81 mg daily.")
+    assert oct(cache.parent.stat().st_mode & 0o777) == "0o700"
+    assert set(private_files(cache.parent).values()) == {"0o600"}
 
 
 # -- serialization, config, CLI ------------------------------------------------------------
 def test_to_disk_and_load_give_identical_output_without_secrets(server, tmp_path, monkeypatch):
     monkeypatch.setenv("CLINCHUNK_SECRET", "sk-never-on-disk")
-    template = tmp_path / "t.txt"
-    template.write_text("Custom {document_type}: {document}\nChunk to contextualize:\n{chunk}\n\nProvide ONLY:")
+    template = "Custom {document_type}: {document}\nChunk to contextualize:\n{chunk}\n\nProvide ONLY:"
     model = {"@misc": "spacy_clinchunk.OpenAICompatible.v1", "base_url": server.openai_url, "api_key_env": "CLINCHUNK_SECRET"}
-    nlp = build(model, chunk_size=30, chunk_overlap=5, align="sentences", prompt_template=str(template))
+    nlp = build(model, chunk_size=30, chunk_overlap=5, align="sentences", prompt=template)
     text = make_note(10, seed=40)
     before = nlp(text)
     expected = [(s.start_char, s.end_char, s._.clin_context, s._.clin_chunk_id) for s in before.spans[KEY]]
     nlp.to_disk(tmp_path / "pipe")
-    template.unlink()  # the saved pipeline carries its own copy of the template
     for path in (tmp_path / "pipe").rglob("*"):
         if path.is_file():
             assert b"sk-never-on-disk" not in path.read_bytes()
-    reloaded = spacy.load(tmp_path / "pipe")
+    reloaded = spacy.load(tmp_path / "pipe")  # carries the template: initialize is not called again
     after = reloaded(text)
     got = [(s.start_char, s.end_char, s._.clin_context, s._.clin_chunk_id) for s in after.spans[KEY]]
     assert got == expected
-    assert reloaded.get_pipe("clin_llm_context").template.startswith("Custom")
+    assert reloaded.get_pipe("clin_llm_context").prompt.text == template
     component = nlp.get_pipe("clin_llm_context")
-    fresh = build(model, prompt_template=str(template)).get_pipe("clin_llm_context")  # file gone: no template yet
-    assert fresh.template is None
+    fresh = build(model).get_pipe("clin_llm_context")
+    assert fresh.prompt.text != template  # the packaged one
     fresh.from_bytes(component.to_bytes())
-    assert fresh.template == component.template
-    other = build(model).get_pipe("clin_llm_context")  # its config names the shipped template
-    other.from_bytes(component.to_bytes())
-    assert other.template != component.template
+    assert fresh.prompt == component.prompt
+    shrunk = spacy.load(tmp_path / "pipe", config={"components.clin_llm_context.context_size": 20})
+    assert shrunk.get_pipe("clin_llm_context").context_size == 20  # a setting: from the config
+    assert shrunk.get_pipe("clin_llm_context").prompt.text == template  # data: from disk
 
 
 def test_contextual_rag_config_assembles_and_runs(server, tmp_path, monkeypatch):
@@ -470,6 +517,7 @@ def test_contextual_rag_config_assembles_and_runs(server, tmp_path, monkeypatch)
     assert len(spans) >= 2
     assert all(s._.clin_context for s in spans)
     assert doc._.clin_llm_usage["calls"] == len(spans)
+    assert not (tmp_path / "cache").exists(), "no cache unless chosen"
 
 
 def test_cli_sums_llm_usage(server, tmp_path, monkeypatch):
@@ -480,6 +528,7 @@ def test_cli_sums_llm_usage(server, tmp_path, monkeypatch):
         "chunk", note, note, "--config", CONFIG_DIR / "contextual_rag.cfg", "--spans-key", KEY, "--format", "jsonl",
         "--components.clin_llm_context.model.base_url", server.url,
         "--components.clin_llm_context.chunk_size", "100", "--components.clin_llm_context.chunk_overlap", "20",
+        "--components.clin_llm_context.cache", '{"@misc": "spacy_clinchunk.SQLiteCache.v1"}',
     )
     assert result.returncode == 0, result.stderr[-2000:]
     summary = [line for line in result.stderr.splitlines() if line.startswith("llm usage:")]
@@ -489,6 +538,7 @@ def test_cli_sums_llm_usage(server, tmp_path, monkeypatch):
     assert int(fields["calls"]) + int(fields["cache_hits"]) == n_chunks
     assert int(fields["cache_hits"]) >= n_chunks // 2  # the same note twice: the second is cached
     assert int(fields["failures"]) == 0
+    assert (tmp_path / "cache" / "llm_context.sqlite").is_file()
 
 
 def test_multiprocess_pipe_with_heuristic_context():
@@ -499,10 +549,27 @@ def test_multiprocess_pipe_with_heuristic_context():
     assert multi == single
 
 
-def test_invalid_settings_are_rejected():
-    with pytest.raises(Exception, match="chunk_overlap"):
+@pytest.mark.parametrize("setting,value,says", [
+    ("chunk_overlap", 1000, "chunk_overlap (1000) must be less than chunk_size (1000)"),
+    ("chunk_size", 0, "chunk_size: ensure this value is greater than or equal to 1"),
+    ("align", "paragraphs", "align: unexpected value; permitted: 'tokens', 'sentences', 'clin_chunks'"),
+    ("oversized_document", "truncate", "oversized_document: unexpected value"),
+    ("max_concurrency", 1.5, "max_concurrency: value is not a valid integer"),
+    ("document_chars", -1, "document_chars: ensure this value is greater than or equal to 0"),
+])
+def test_a_bad_setting_is_one_line_naming_it(setting, value, says):
+    from spacy_clinchunk.pipeline import PipelineError, load_pipeline
+
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(CONFIG_DIR / "contextual_rag.cfg", {f"components.clin_llm_context.{setting}": value})
+    message = str(info.value)
+    assert message.startswith("clin_llm_context: ") and says in message and "\n" not in message
+
+
+def test_contradicting_settings_raise_setting_error():
+    from spacy_clinchunk.components.settings import SettingError
+
+    with pytest.raises(SettingError, match="chunk_overlap"):
         build(chunk_size=100, chunk_overlap=100)
-    with pytest.raises(Exception, match="align"):
-        build(align="paragraphs")
-    with pytest.raises(Exception, match="oversized_document"):
-        build(oversized_document="truncate")
+    with pytest.raises(SettingError, match="model must be"):
+        build(model={"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": None})

@@ -33,8 +33,9 @@ def build(url, **config):
     nlp.add_pipe("sentencizer")
     model = {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": url, "backoff": 0.01, "max_backoff": 0.02,
              **config.pop("model", {})}
-    nlp.add_pipe("clin_llm_context", config={"cache_path": None, "chunk_size": 20, "chunk_overlap": 4,
-                                             "model": model, **config})
+    if "cache" in config:
+        config["cache"] = {"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": str(config["cache"])}
+    nlp.add_pipe("clin_llm_context", config={"chunk_size": 20, "chunk_overlap": 4, "model": model, **config})
     return nlp
 
 
@@ -110,11 +111,11 @@ def test_a_corrupt_cache_is_moved_aside_and_the_run_keeps_its_chunks(tmp_path):
     cache = tmp_path / "cache.sqlite"
     cache.write_bytes(b"this is not a SQLite database\n" * 100)
     with FakeLLMServer() as server:
-        nlp = build(server.url, cache_path=str(cache))
+        nlp = build(server.url, cache=cache)
         with pytest.warns(UserWarning, match="moved it to"):
             first = list(nlp.pipe([NOTE, NOTE + " Extra."]))
         calls = server.calls
-        again = list(build(server.url, cache_path=str(cache)).pipe([NOTE, NOTE + " Extra."]))
+        again = list(build(server.url, cache=cache).pipe([NOTE, NOTE + " Extra."]))
         assert server.calls == calls, "the fresh cache answers the rerun"
     assert all(s._.clin_context for doc in first for s in doc.spans[KEY])
     assert contexts(again) == contexts(first)
@@ -143,7 +144,7 @@ def test_an_unusable_cache_path_warns_once_and_runs_without_cache(tmp_path):
     with FakeLLMServer() as server:
         for why, path in unusable_paths(tmp_path):
             server.reset()
-            nlp = build(server.url, cache_path=str(path))
+            nlp = build(server.url, cache=path)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 docs = list(nlp.pipe([NOTE, NOTE + " More.", NOTE + " Again."]))
@@ -158,11 +159,11 @@ def test_an_unusable_cache_path_warns_once_and_runs_without_cache(tmp_path):
 def test_a_cache_that_breaks_mid_run_is_dropped_without_losing_chunks(tmp_path):
     cache = tmp_path / "cache.sqlite"
     with FakeLLMServer() as server:
-        nlp = build(server.url, cache_path=str(cache))
+        nlp = build(server.url, cache=cache)
         nlp(NOTE)
         component = nlp.get_pipe("clin_llm_context")
         component.cache._conn.close()  # the file's connection dies under the component
         with pytest.warns(UserWarning, match="continuing without it"):
             doc = nlp(NOTE + " New sentence here.")
     assert all(s._.clin_context for s in doc.spans[KEY])
-    assert component.cache is None
+    assert component.answers.live is None

@@ -2,7 +2,6 @@
 the server's speed, order kept, bounded documents in flight, keep-alive connections."""
 import random
 
-import pytest
 import spacy
 
 from llm_server import FakeLLMServer, answer_for
@@ -24,7 +23,7 @@ def build(url, concurrency, **config):
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
     nlp.add_pipe("clin_llm_context", config={
-        "chunk_size": 30, "chunk_overlap": 6, "align": "sentences", "cache_path": None,
+        "chunk_size": 30, "chunk_overlap": 6, "align": "sentences",
         "max_concurrency": concurrency,
         "model": {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": url}, **config,
     })

@@ -102,7 +102,7 @@ def build(align="tokens", size=60, overlap=12, model=None, **config):
     nlp.add_pipe(
         "clin_llm_context",
         config={
-            "chunk_size": size, "chunk_overlap": overlap, "align": align, "cache_path": None,
+            "chunk_size": size, "chunk_overlap": overlap, "align": align,
             "model": model or {"@misc": "spacy_clinchunk.HeuristicContext.v1"}, **config,
         },
     )
@@ -136,7 +136,8 @@ def test_chunk_ids_and_cache_keys_are_unchanged(tmp_path):
     cache = tmp_path / "keys.sqlite"
     with FakeLLMServer() as server:
         model = {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": server.url}
-        nlp = build("sentences", 60, 12, model=model, cache_path=str(cache), document_chars=None)
+        nlp = build("sentences", 60, 12, model=model, document_chars=None,
+                    cache={"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": str(cache)})
         docs = list(nlp.pipe(texts))
     expected = set()
     for text, doc in zip(texts, docs):

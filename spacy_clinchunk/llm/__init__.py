@@ -1,1 +1,1 @@
-"""LLM plumbing: HTTP clients, token counting and the response cache of clin_llm_context."""
+"""LLM plumbing of clin_llm_context: clients (HTTP, heuristic), tokens, windows, prompt, scheduler, output, cache."""

@@ -1,9 +1,13 @@
 """Persistent SQLite cache of LLM answers (``spacy_clinchunk.SQLiteCache.v1``).
 
-The cache holds clinical text, so the file is created with mode 0600. WAL mode and a
-busy timeout make it safe to share between threads and processes; every answer is
-committed as soon as it arrives, so an interrupted run resumes where it stopped. A file
-that is not a SQLite cache is moved aside (``<name>.corrupt-<time>``), never deleted.
+Off unless chosen: ``cache = {"@misc": "spacy_clinchunk.SQLiteCache.v1"}`` in the
+component's config. The cache holds note-derived text (the context the model wrote for
+each window, under a key that hashes the model, the prompt template's version, the note
+and the window), so the file is created owner-only (0600, in a folder created 0700).
+WAL mode and a busy timeout make it safe to share between threads and processes; every
+answer is committed as soon as it arrives, so an interrupted run resumes where it
+stopped. A file that is not a SQLite cache is moved aside (``<name>.corrupt-<time>``),
+never deleted.
 """
 import hashlib
 import json
@@ -17,9 +21,10 @@ from typing import Any, Dict, Iterable, Optional, Union
 
 from spacy.util import registry
 
-ENV_VAR = "SPACY_CLINCHUNK_CACHE"
+from ..fileio import PRIVATE_DIR_MODE, PRIVATE_MODE, cache_root
+
 DEFAULT_FILE = "llm_context.sqlite"
-DEFAULT = "default"  # config value meaning "the user's cache directory"
+DEFAULT = "default"  # path meaning "llm_context.sqlite in fileio.cache_root()"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY,
@@ -29,25 +34,6 @@ CREATE TABLE IF NOT EXISTS answers (
     created REAL NOT NULL
 )
 """
-
-
-def default_cache_path() -> Path:
-    """``$SPACY_CLINCHUNK_CACHE`` (a file, or a folder), else ``~/.cache/spacy_clinchunk/``."""
-    override = os.environ.get(ENV_VAR)
-    if override:
-        path = Path(override).expanduser()
-        return path / DEFAULT_FILE if path.is_dir() or not path.suffix else path
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "spacy_clinchunk" / DEFAULT_FILE
-
-
-def resolve_cache_path(value: Optional[Union[str, Path]]) -> Optional[Path]:
-    """``None`` disables the cache; ``"default"`` is :func:`default_cache_path`."""
-    if value is None or str(value).strip() == "":
-        return None
-    if str(value) == DEFAULT:
-        return default_cache_path()
-    return Path(value).expanduser()
 
 
 def cache_key(model: str, template_version: str, document_context: str, chunk_text: str) -> str:
@@ -87,11 +73,13 @@ class SQLiteCache:
         return conn
 
     def _open_file(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.parent.is_dir():  # a folder we create is ours alone; an existing one is left as is
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+            os.chmod(self.path.parent, PRIVATE_DIR_MODE)
         if not self.path.exists():  # create it private before SQLite opens it
-            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, PRIVATE_MODE)
             os.close(fd)
-        os.chmod(self.path, 0o600)
+        os.chmod(self.path, PRIVATE_MODE)
         conn = sqlite3.connect(str(self.path), timeout=self.timeout, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
@@ -106,7 +94,7 @@ class SQLiteCache:
         for suffix in ("-wal", "-shm"):
             sidecar = Path(str(self.path) + suffix)
             if sidecar.exists():
-                os.chmod(sidecar, 0o600)
+                os.chmod(sidecar, PRIVATE_MODE)
         return conn
 
     def _move_aside(self) -> Path:
@@ -187,6 +175,9 @@ class SQLiteCache:
 
 @registry.misc("spacy_clinchunk.SQLiteCache.v1")
 def sqlite_cache_v1(path: Optional[str] = DEFAULT, timeout: float = 30.0) -> Optional[SQLiteCache]:
-    """The LLM answer cache; ``path = "default"`` is the user cache dir, ``null`` disables it."""
-    resolved = resolve_cache_path(path)
-    return SQLiteCache(resolved, timeout=timeout) if resolved is not None else None
+    """The LLM answer cache: ``path = "default"`` is ``llm_context.sqlite`` in the package's
+    cache folder (``fileio.cache_root()``), ``null`` means no cache."""
+    if path is None or not str(path).strip():
+        return None
+    file = cache_root() / DEFAULT_FILE if str(path) == DEFAULT else Path(path).expanduser()
+    return SQLiteCache(file, timeout=timeout)

@@ -1,35 +1,34 @@
-"""Context writers for ``clin_llm_context``: LLM clients over HTTP and a heuristic builder.
+"""LLM clients of ``clin_llm_context`` over HTTP.
 
 * ``spacy_clinchunk.Ollama.v1``: Ollama's native ``/api/chat`` or ``/api/generate``.
 * ``spacy_clinchunk.OpenAICompatible.v1``: ``/v1/chat/completions`` (vLLM, llama.cpp
   server, LM Studio, hosted APIs); the API key is read from an environment variable
   whose *name* is configured, at request time, and never stored or logged.
-* ``spacy_clinchunk.HeuristicContext.v1``: no LLM; document type, section header and
-  position in the note, for air-gapped use and as the fallback's content.
+
+The context writer without an LLM, ``spacy_clinchunk.HeuristicContext.v1``, lives in
+:mod:`~spacy_clinchunk.llm.heuristic` (and stays importable from here).
 
 The HTTP clients share one keep-alive ``requests`` session per process (its pool sized
 to the component's concurrency), explicit connect and read timeouts plus a total
-deadline per request (``total_timeout``, enforced by closing the socket), and
+deadline per request (``total_timeout``, :mod:`~spacy_clinchunk.llm.deadline`), and
 ``"stream": false``. tenacity retries connection errors, timeouts, 5xx and
 ``{"error": ...}`` bodies with jittered exponential backoff; 429 honours
 ``Retry-After``; other 4xx fail at once. Server bodies can echo the prompt (note text),
 so they are logged at DEBUG only, never put into error messages.
 """
-import heapq
-import itertools
+import inspect
 import json
 import logging
 import os
-import re
-import socket
 import threading
 import time
-from bisect import bisect_left
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional
 
 from spacy.util import registry
+
+from .deadline import deadline_adapter, watching
+from .heuristic import HeuristicContext, heuristic_context_v1  # noqa: F401  (their 0.1 home)
 
 logger = logging.getLogger("spacy_clinchunk")
 
@@ -127,7 +126,7 @@ class HTTPClient:
                 import requests
 
                 session = requests.Session()
-                adapter = _deadline_adapter()(pool_connections=4, pool_maxsize=self.pool_size, max_retries=0)
+                adapter = deadline_adapter()(pool_connections=4, pool_maxsize=self.pool_size, max_retries=0)
                 session.mount("http://", adapter)
                 session.mount("https://", adapter)
                 self._session, self._session_pid = session, os.getpid()
@@ -142,22 +141,18 @@ class HTTPClient:
 
         url = f"{self.base_url}{path}"
         timeout = (min(self.connect_timeout, self.total_timeout), min(self.read_timeout, self.total_timeout))
-        watch = _WATCHDOG.watch(self.total_timeout)
-        _current.watch = watch
-        try:
-            response = self.session.post(url, json=body, headers=self.headers(), timeout=timeout)
-            content = response.content
-        except requests.RequestException as err:
-            if watch.expired:
-                raise TransientLLMError(f"no complete answer from {url} within total_timeout={self.total_timeout:g}s") from err
-            if isinstance(err, requests.Timeout):
-                raise TransientLLMError(f"timeout talking to {url} ({type(err).__name__})") from err
-            if _never_connected(err):
-                raise TransientLLMError(f"cannot connect to {url}") from err
-            raise TransientLLMError(f"connection to {url} broke off ({type(err).__name__})") from err
-        finally:
-            watch.finish()
-            _current.watch = None
+        with watching(self.total_timeout) as watch:
+            try:
+                response = self.session.post(url, json=body, headers=self.headers(), timeout=timeout)
+                content = response.content
+            except requests.RequestException as err:
+                if watch.expired:
+                    raise TransientLLMError(f"no complete answer from {url} within total_timeout={self.total_timeout:g}s") from err
+                if isinstance(err, requests.Timeout):
+                    raise TransientLLMError(f"timeout talking to {url} ({type(err).__name__})") from err
+                if _never_connected(err):
+                    raise TransientLLMError(f"cannot connect to {url}") from err
+                raise TransientLLMError(f"connection to {url} broke off ({type(err).__name__})") from err
         return self._parse(url, response, content)
 
     def _parse(self, url: str, response: Any, content: bytes) -> Dict[str, Any]:
@@ -341,81 +336,43 @@ class OpenAICompatibleClient(HTTPClient):
         return f"HTTP {status} from {url}: authentication failed; {where}"
 
 
-# -- the heuristic builder ---------------------------------------------------
-_HEADER = re.compile(
-    r"^[^\S\n]*(?P<name>[A-Z][A-Za-z0-9 /&().,'-]{1,60}?)[^\S\n]*:(?:[^\S\n]*$|[^\S\n]+\S)", re.MULTILINE
-)
-_CAPS_LINE = re.compile(r"^[^\S\n]*(?P<name>[A-Z][A-Z0-9 /&(),'-]{2,60})[^\S\n]*$", re.MULTILINE)
-
-
-class HeuristicContext:
-    """Context without an LLM: "<type>, section '<header>', part i of n (beginning of the note)."."""
-
-    kind = "heuristic"
-
-    def __init__(self, document_type: Optional[str], include_position: bool) -> None:
-        self.document_type = document_type
-        self.include_position = include_position
-        self._headers: Optional[Tuple[str, List[int], List[str]]] = None  # the last note's headers
-
-    @property
-    def identity(self) -> str:
-        return "heuristic"
-
-    def section(self, text: str, start: int) -> Optional[str]:
-        """The last header at or before ``start`` (or on the chunk's first line)."""
-        line_end = text.find("\n", start)
-        limit = len(text) if line_end == -1 else line_end
-        positions, names = self._find_headers(text)
-        index = bisect_left(positions, limit) - 1  # headers never span lines
-        return names[index] if index >= 0 else None
-
-    def _find_headers(self, text: str) -> Tuple[List[int], List[str]]:
-        """Header positions and names of ``text``, found once per note (not once per chunk)."""
-        if self._headers is None or self._headers[0] is not text:
-            found: Dict[int, str] = {}
-            for pattern in (_HEADER, _CAPS_LINE):
-                for match in pattern.finditer(text):
-                    if len(match.group("name").split()) <= 6:
-                        found.setdefault(match.start(), match.group("name").strip())
-            positions = sorted(found)
-            self._headers = (text, positions, [found[p] for p in positions])
-        return self._headers[1], self._headers[2]
-
-    def __getstate__(self) -> Dict[str, Any]:
-        return {**self.__dict__, "_headers": None}
-
-    def describe(self, text: str, start: int, end: int, document_type: str, index: int, total: int) -> str:
-        kind = self.document_type or document_type or "Clinical note"
-        parts = [kind[:1].upper() + kind[1:]]
-        header = self.section(text, start)
-        if header:
-            parts.append(f"section '{header}'")
-        if self.include_position and total > 0:
-            if total == 1:
-                where = "the whole note"
-            else:
-                fraction = (start + end) / 2 / max(1, len(text))
-                place = "beginning" if fraction < 1 / 3 else "middle" if fraction < 2 / 3 else "end"
-                where = f"part {index + 1} of {total} ({place} of the note)"
-            parts.append(where)
-        return ", ".join(parts) + "."
-
-
 # -- registered functions ----------------------------------------------------
-# -- registered functions ----------------------------------------------------
-# Settings both HTTP clients take as they are; each registered function adds its own.
+# The retry and timeout settings both HTTP clients take, with their types and defaults, in
+# one place: :func:`_takes_http_settings` adds them to each registered function's signature
+# (``__signature__``, which ``inspect.signature`` and so spaCy's config validation read).
 _HTTP_SETTINGS = (
-    "base_url", "model", "num_ctx", "connect_timeout", "read_timeout", "total_timeout",
-    "max_retries", "backoff", "max_backoff", "max_retry_after",
+    ("connect_timeout", float, 5.0),
+    ("read_timeout", float, 120.0),
+    ("max_retries", int, 3),
+    ("backoff", float, 0.5),
+    ("max_backoff", float, 8.0),
+    ("max_retry_after", float, 60.0),
+    ("total_timeout", float, 180.0),
 )
 
 
-def _http_settings(values: Dict[str, Any]) -> Dict[str, Any]:
-    return {name: values[name] for name in _HTTP_SETTINGS}
+def _takes_http_settings(func: Any) -> Any:
+    """Give ``func(..., **http)`` the keyword parameters of :data:`_HTTP_SETTINGS` in its signature."""
+    signature = inspect.signature(func)
+    own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+        for name, kind, default in _HTTP_SETTINGS
+    ]
+    func.__signature__ = signature.replace(parameters=own + shared)
+    return func
+
+
+def _http_settings(http: Dict[str, Any]) -> Dict[str, Any]:
+    """The shared settings, defaults filled in for a direct call that left some out."""
+    unknown = sorted(set(http) - {name for name, _, _ in _HTTP_SETTINGS})
+    if unknown:
+        raise TypeError(f"unexpected setting(s) {unknown}")
+    return {name: http.get(name, default) for name, _, default in _HTTP_SETTINGS}
 
 
 @registry.misc("spacy_clinchunk.Ollama.v1")
+@_takes_http_settings
 def ollama_v1(
     base_url: str = "http://localhost:11434",
     model: str = "phi4",
@@ -424,22 +381,17 @@ def ollama_v1(
     num_predict: int = 160,
     options: Dict[str, Any] = {},
     keep_alive: Optional[str] = "30m",
-    connect_timeout: float = 5.0,
-    read_timeout: float = 120.0,
-    max_retries: int = 3,
-    backoff: float = 0.5,
-    max_backoff: float = 8.0,
-    max_retry_after: float = 60.0,
-    total_timeout: float = 180.0,
+    **http: Any,
 ) -> OllamaClient:
     """Ollama client. ``options`` go to Ollama as is (``temperature`` defaults to 0)."""
     return OllamaClient(
-        endpoint=endpoint, options=options, keep_alive=keep_alive, max_output_tokens=num_predict,
-        **_http_settings(locals()),
+        base_url=base_url, model=model, num_ctx=num_ctx, endpoint=endpoint, options=options,
+        keep_alive=keep_alive, max_output_tokens=num_predict, **_http_settings(http),
     )
 
 
 @registry.misc("spacy_clinchunk.OpenAICompatible.v1")
+@_takes_http_settings
 def openai_compatible_v1(
     base_url: str = "http://localhost:8000/v1",
     model: str = "phi4",
@@ -448,25 +400,13 @@ def openai_compatible_v1(
     max_tokens: int = 160,
     temperature: float = 0.0,
     extra_body: Dict[str, Any] = {},
-    connect_timeout: float = 5.0,
-    read_timeout: float = 120.0,
-    max_retries: int = 3,
-    backoff: float = 0.5,
-    max_backoff: float = 8.0,
-    max_retry_after: float = 60.0,
-    total_timeout: float = 180.0,
+    **http: Any,
 ) -> OpenAICompatibleClient:
     """OpenAI-compatible chat completions; the key is read from ``$api_key_env`` per request."""
     return OpenAICompatibleClient(
-        api_key_env=api_key_env, temperature=temperature, extra_body=extra_body, max_output_tokens=max_tokens,
-        **_http_settings(locals()),
+        base_url=base_url, model=model, num_ctx=num_ctx, api_key_env=api_key_env, temperature=temperature,
+        extra_body=extra_body, max_output_tokens=max_tokens, **_http_settings(http),
     )
-
-
-@registry.misc("spacy_clinchunk.HeuristicContext.v1")
-def heuristic_context_v1(document_type: Optional[str] = None, include_position: bool = True) -> HeuristicContext:
-    """No-LLM context: document type, section header, position in the note."""
-    return HeuristicContext(document_type=document_type, include_position=include_position)
 
 
 # -- helpers -------------------------------------------------------------------
@@ -484,143 +424,12 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-# -- the total deadline ------------------------------------------------------------
-# ``requests`` bounds only the wait for each read, so a server that trickles a byte at a
-# time never times out. Each request gets a watch; the connection it uses registers its
-# socket there, and a timer shuts that socket down at the deadline (connect, send,
-# headers or body), which fails the blocked call at once.
-_current = threading.local()
-
-
-class _Watch:
-    """The socket one request is using, shut down if the request outlives its deadline."""
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-        self.sock: Optional[socket.socket] = None
-        self.expired = False
-        self.done = False
-        self.lock = threading.Lock()
-
-    def attach(self, sock: Optional[socket.socket]) -> None:
-        with self.lock:
-            self.sock = sock
-            if self.expired and not self.done and sock is not None:
-                _shut_down(sock)
-
-    def expire(self) -> None:
-        with self.lock:
-            if not self.done:
-                self.expired = True
-                if self.sock is not None:
-                    _shut_down(self.sock)
-
-    def finish(self) -> None:
-        with self.lock:
-            self.done = True
-
-
-class _Watchdog:
-    """One thread per process that expires overdue watches (no thread per request)."""
-
-    def __init__(self) -> None:
-        self._heap: List[Tuple[float, int, _Watch]] = []
-        self._cond = threading.Condition()
-        self._count = itertools.count()
-        self._pid: Optional[int] = None
-
-    def watch(self, seconds: float) -> _Watch:
-        watch = _Watch(time.monotonic() + seconds)
-        with self._cond:
-            if self._pid != os.getpid():  # first use, or a forked child without the thread
-                self._heap, self._pid = [], os.getpid()
-                threading.Thread(target=self._run, name="clinchunk-llm-deadline", daemon=True).start()
-            earliest = not self._heap or watch.deadline < self._heap[0][0]
-            heapq.heappush(self._heap, (watch.deadline, next(self._count), watch))
-            if earliest:
-                self._cond.notify()
-        return watch
-
-    def _run(self) -> None:
-        with self._cond:
-            while True:
-                now = time.monotonic()
-                while self._heap and (self._heap[0][2].done or self._heap[0][0] <= now):
-                    _, _, watch = heapq.heappop(self._heap)
-                    watch.expire()
-                self._cond.wait(self._heap[0][0] - now if self._heap else None)
-
-
-_WATCHDOG = _Watchdog()
-
-
-def _watch_socket(sock: Optional[socket.socket]) -> None:
-    watch = getattr(_current, "watch", None)
-    if watch is not None:
-        watch.attach(sock)
-
-
 def _never_connected(err: Exception) -> bool:
     """Whether ``requests`` failed before a connection existed (refused, unreachable, DNS)."""
     from urllib3.exceptions import NewConnectionError
 
     reason = getattr(err.args[0], "reason", None) if err.args else None
     return isinstance(reason, NewConnectionError)
-
-
-def _shut_down(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:  # already closed
-        pass
-
-
-@lru_cache(maxsize=None)
-def _deadline_adapter() -> type:
-    """A ``requests`` adapter whose urllib3 connections report their socket to the request's watch.
-
-    Built on first use (``requests`` is not imported with the package), through
-    urllib3's documented extension points: ``ConnectionCls`` and ``pool_classes_by_scheme``.
-    """
-    from requests.adapters import HTTPAdapter
-    from urllib3.connection import HTTPConnection, HTTPSConnection
-    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-    class Watched:
-        def connect(self) -> None:
-            super().connect()
-            _watch_socket(self.sock)
-
-        def request(self, *args: Any, **kwargs: Any) -> Any:
-            _watch_socket(self.sock)  # a kept-alive connection: already connected
-            return super().request(*args, **kwargs)
-
-    class WatchedHTTP(Watched, HTTPConnection):
-        pass
-
-    class WatchedHTTPS(Watched, HTTPSConnection):
-        pass
-
-    class WatchedHTTPPool(HTTPConnectionPool):
-        ConnectionCls = WatchedHTTP
-
-    class WatchedHTTPSPool(HTTPSConnectionPool):
-        ConnectionCls = WatchedHTTPS
-
-    classes = {"http": WatchedHTTPPool, "https": WatchedHTTPSPool}
-
-    class DeadlineAdapter(HTTPAdapter):
-        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-            super().init_poolmanager(*args, **kwargs)
-            self.poolmanager.pool_classes_by_scheme = classes
-
-        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
-            manager = super().proxy_manager_for(proxy, **kwargs)
-            if hasattr(manager, "pool_classes_by_scheme"):
-                manager.pool_classes_by_scheme = classes
-            return manager
-
-    return DeadlineAdapter
 
 
 def _log_retry(state: Any) -> None:
