@@ -46,10 +46,13 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+DATA_FOLDERS = {"models", "configs", "resources"}  # shipped data (an installed wheel has them in the package)
+
+
 def modules() -> Dict[str, Path]:
     found = {}
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        if "models" in path.relative_to(PACKAGE_DIR).parts[:1]:
+        if set(path.relative_to(PACKAGE_DIR).parts[:1]) & DATA_FOLDERS:
             continue
         found[module_name(path)] = path
     return found
@@ -140,7 +143,7 @@ def test_no_wing_imports_a_wing_above_it(graph):
 
 def test_every_wing_says_what_it_is():
     for folder in sorted(p for p in PACKAGE_DIR.iterdir() if (p / "__init__.py").is_file()):
-        if folder.name == "models":
+        if folder.name in DATA_FOLDERS:
             continue
         module = importlib.import_module(f"{PACKAGE}.{folder.name}")
         assert module.__doc__ and module.__doc__.strip(), f"{folder.name}/__init__.py has no docstring"
