@@ -39,7 +39,8 @@ def build(url, cache=None):
     overrides = {f"components.clin_llm_context.{k}": v for k, v in SETTINGS.items()}
     overrides.update({f"components.clin_llm_context.model.{k}": v for k, v in MODEL.items()})
     overrides["components.clin_llm_context.model.base_url"] = url
-    overrides["components.clin_llm_context.cache_path"] = cache
+    # the answer cache is off unless a run asks for one (its file holds note-derived text)
+    overrides["components.clin_llm_context.cache"] = {"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": str(cache)} if cache else None
     config = load_config(CONFIG, overrides=overrides, interpolate=False)
     nlp = load_model_from_config(config, auto_fill=True, validate=True)
     nlp.initialize()
@@ -146,7 +147,7 @@ def main() -> None:
         ("empty answer", lambda: http_fault("empty", texts, expected)),
         ("server dies after 5 answers, rerun with cache", lambda: dies_mid_run(texts, expected)),
         ("cache file is not SQLite", lambda: corrupt_cache(texts, expected)),
-        ("cache_path under a file (cannot create)", lambda: unwritable_cache(texts, expected)),
+        ("cache path under a file (cannot create)", lambda: unwritable_cache(texts, expected)),
     ]
     chunks = sum(len(e) for e in expected)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs); "

@@ -27,7 +27,7 @@ def docs():
     nlp.add_pipe("sentencizer")
     nlp.add_pipe(
         "clin_llm_context",
-        config={"chunk_size": 24, "chunk_overlap": 4, "align": "sentences", "cache_path": None,
+        config={"chunk_size": 24, "chunk_overlap": 4, "align": "sentences",
                 "model": {"@misc": "spacy_clinchunk.HeuristicContext.v1"}},
     )
     out = []
