@@ -122,4 +122,3 @@ def document_to_record(document: AnnotatedDocument) -> Dict[str, Any]:
         ]
         annotations.append(item)
     return {"doc_id": document.doc_id, "full_text": document.text, "annotations": annotations}
-

@@ -144,7 +144,6 @@ def decode_text(data: bytes, origin: str, strip_bom: bool = True) -> str:
     return text[1:] if strip_bom and text.startswith("\ufeff") else text
 
 
-
 def read_file(path: Path) -> bytes:
     try:
         return path.read_bytes()
@@ -275,4 +274,3 @@ class DocumentBuilder:
 def _short(value: Any) -> str:
     text = str(value)
     return text if len(text) <= 24 else f"{text[:8]}...({len(text)} characters)"
-

@@ -104,24 +104,28 @@ def annotation_summary(counts: Dict[str, int], policy: ReadPolicy) -> str:
     return ", ".join(parts)
 
 
+@registry.readers("spacy_clinchunk.AnnotatedCorpus.v2")
 class AnnotatedCorpus:
     """Callable ``nlp -> Iterator[Example]`` over annotated documents (spaCy corpus API).
 
-    A file that cannot be read is logged (WARNING, no note text) and left out; after a
-    pass, :attr:`results` holds one :class:`FileResult` per file.
+    Registered as ``spacy_clinchunk.AnnotatedCorpus.v2``, for ``[corpora]`` and
+    ``nlp.evaluate``: JSON, brat and BioC; ``pattern`` null (``None``) reads every file of
+    ``format`` by its ending; unlocated annotations are kept on the doc and snippet
+    mismatches warn, by default. A file that cannot be read is logged (WARNING, no note
+    text) and left out; after a pass, :attr:`results` holds one :class:`FileResult` per file.
     """
 
     def __init__(
         self,
         path: Union[str, Path],
-        pattern: Optional[str] = DEFAULT_PATTERN,
+        pattern: Optional[str] = None,
         expansion_ratios: Sequence[float] = DEFAULT_RATIOS,
-        on_overlap: str = "merge",
+        on_overlap: OverlapPolicy = "merge",
         multi_span_gap: int = DEFAULT_MULTI_SPAN_GAP,
         limit: int = 0,
-        format: str = "auto",
-        unlocated: str = "keep",
-        snippet_mismatch: str = "warn",
+        format: Format = "auto",
+        unlocated: UnlocatedPolicy = "keep",
+        snippet_mismatch: SnippetPolicy = "warn",
     ) -> None:
         self.path = Path(path)
         self.pattern = pattern
@@ -156,6 +160,9 @@ class AnnotatedCorpus:
                 yield Example(predicted, reference)
 
 
+annotated_corpus_v2 = AnnotatedCorpus  # the registered v2 reader is the class itself
+
+
 @registry.readers("spacy_clinchunk.AnnotatedCorpus.v1")
 def annotated_corpus_v1(
     path: Path,
@@ -170,24 +177,3 @@ def annotated_corpus_v1(
     BioC and the lenient policies."""
     return AnnotatedCorpus(path, pattern, expansion_ratios, on_overlap, multi_span_gap, limit, "json", "error", "error")
 
-
-@registry.readers("spacy_clinchunk.AnnotatedCorpus.v2")
-def annotated_corpus_v2(
-    path: Path,
-    pattern: Optional[str] = None,
-    expansion_ratios: List[float] = [0.0, 0.5, 1.0],
-    on_overlap: OverlapPolicy = "merge",
-    multi_span_gap: int = DEFAULT_MULTI_SPAN_GAP,
-    limit: int = 0,
-    format: Format = "auto",
-    unlocated: UnlocatedPolicy = "keep",
-    snippet_mismatch: SnippetPolicy = "warn",
-) -> Callable[[Language], Iterable[Example]]:
-    """Annotated documents (JSON, brat, BioC) as ``Example``s for ``[corpora]`` and ``nlp.evaluate``.
-
-    ``pattern`` null (``None``) reads every file of ``format`` by its ending; unlocated
-    annotations are kept on the doc and snippet mismatches warn, by default.
-    """
-    return AnnotatedCorpus(
-        path, pattern, expansion_ratios, on_overlap, multi_span_gap, limit, format, unlocated, snippet_mismatch
-    )
