@@ -20,7 +20,8 @@ from spacy.util import registry
 from .. import attrs
 from .align import document_to_doc
 from .formats import DEFAULT_PATTERN, annotated_files, load_documents
-from .model import AnnotatedDocument, AnnotationError, Format, NotAnnotatedError, ReadPolicy, SnippetPolicy, Source, UnlocatedPolicy
+from .model import AnnotatedDocument, AnnotationError, NotAnnotatedError, ReadPolicy, Source
+from .model import Format, SnippetPolicy, UnlocatedPolicy
 from .voronoi import DEFAULT_MULTI_SPAN_GAP, DEFAULT_RATIOS, OverlapPolicy, VoronoiError, VoronoiSettings
 
 logger = logging.getLogger("spacy_clinchunk")
