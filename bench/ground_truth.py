@@ -1,12 +1,13 @@
 """Ground truth on the shared development set, on tmp copies only: formats, round trip, bad input.
 
-    .venv/bin/python bench/ground_truth.py
+    .venv/bin/python bench/ground_truth.py            # the 228 shared documents (../shared/data)
+    .venv/bin/python bench/ground_truth.py --data resources/examples/annotated/json   # the shipped sample
 
-1. reads the 228 documents as our JSON, brat, BioC JSON and BioC XML (converted here) and times each;
+1. reads the documents (228 shared ones by default) as our JSON, brat, BioC JSON and BioC XML (converted here) and times each;
 2. JSON -> brat -> JSON: compares the ``voronoi_v1`` blocks byte for byte;
 3. a perturbed copy (unlocated annotations, whitespace/case near-misses, wrong snippets, pathological
    and non-UTF-8 files) through ``voronoi``: the summary line shows what each file became.
-The shared files are never modified.
+The files of ``--data`` are never modified.
 """
 import contextlib
 import io
@@ -34,10 +35,12 @@ def run(argv):
 
 
 def perturb(folder: Path) -> dict:
+    """63 of the 228 files (the same shares of a smaller corpus): unlocated, near-miss, wrong, broken."""
     rng = random.Random(14)
     files = sorted(folder.glob("*.json"))
-    picked = rng.sample(files, 63)
-    unlocated, near, wrong, broken = picked[:30], picked[30:50], picked[50:60], picked[60:]
+    picked = rng.sample(files, min(63, len(files)))
+    cuts = [round(len(picked) * share / 63) for share in (30, 50, 60)]
+    unlocated, near, wrong, broken = picked[: cuts[0]], picked[cuts[0] : cuts[1]], picked[cuts[1] : cuts[2]], picked[cuts[2] :]
     for path in unlocated:
         data = json.loads(path.read_text(encoding="utf-8"))
         data["annotations"].append({"hpo_id": "HP:0001263", "label": "Global developmental delay", "evidence_spans": []})
@@ -51,22 +54,31 @@ def perturb(folder: Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
         data["annotations"][0]["evidence_spans"][0]["text_snippet"] = "not this text"
         path.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    broken[0].write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
-    broken[1].write_text('{"full_text": "x", "full_text": "y", "annotations": []}', encoding="utf-8")
-    broken[2].write_bytes(broken[2].read_text(encoding="utf-8").encode("utf-8").replace(b"a", b"\xe9", 1))
-    return {"unlocated": 30, "near": 20, "wrong": 10, "broken": 3}
+    breakers = [
+        lambda path: path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8"),
+        lambda path: path.write_text('{"full_text": "x", "full_text": "y", "annotations": []}', encoding="utf-8"),
+        lambda path: path.write_bytes(path.read_bytes().replace(b"a", b"\xe9", 1)),  # not UTF-8
+    ]
+    for path, breaker in zip(broken, breakers):
+        breaker(path)
+    return {"unlocated": len(unlocated), "near": len(near), "wrong": len(wrong), "broken": min(len(broken), 3)}
 
 
 def main() -> None:
     import argparse
 
-    argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
-    from spacy_clinchunk.groundtruth.annotations import ReadPolicy, load_documents
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA, help=f"a folder of annotated JSON files (default {DATA})")
+    source = parser.parse_args().data
+    if not source.is_dir():
+        parser.error(f"no folder {source} (the shared corpus is not in a user's clone; try --data resources/examples/annotated/json)")
+    from spacy_clinchunk.groundtruth.formats import load_documents
+    from spacy_clinchunk.groundtruth.model import ReadPolicy
 
     os.environ["SOURCE_DATE_EPOCH"] = "1764547200"
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        shutil.copytree(DATA, tmp / "gsc")
+        shutil.copytree(source, tmp / "gsc")
         for target, out in (("brat", "brat"), ("bioc-json", "gsc.bioc.json"), ("bioc-xml", "gsc.xml")):
             assert run(["convert", str(tmp / "gsc"), "--to", target, "-o", str(tmp / out)])[0] == 0
         print("| format | files | documents | annotations | read (s) |")
@@ -89,8 +101,9 @@ def main() -> None:
             data = json.loads(path.read_text(encoding="utf-8"))
             back = json.loads((tmp / "back" / f"{data['doc_id']}.json").read_text(encoding="utf-8"))
             same += json.dumps(data["chunk_variants"]) == json.dumps(back["chunk_variants"])
-        print(f"JSON -> brat -> JSON: {same}/228 voronoi_v1 blocks byte-identical")
-        shutil.copytree(DATA, tmp / "perturbed")
+        total = len(list((tmp / "gsc").glob("*.json")))
+        print(f"JSON -> brat -> JSON: {same}/{total} voronoi_v1 blocks byte-identical")
+        shutil.copytree(source, tmp / "perturbed")
         print("perturbed:", perturb(tmp / "perturbed"))
         code, summary, err = run(["voronoi", "--input-dir", str(tmp / "perturbed"), "--no-progress"])
         print(f"voronoi perturbed (exit {code}): {summary}")

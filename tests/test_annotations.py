@@ -6,8 +6,9 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 from spacy.util import registry
+from thinc.api import ConfigValidationError
 
-from conftest import GSC_DIR, requires_shared_data
+from conftest import GSC_DIR, SAMPLE_JSON, requires_shared_data
 from spacy_clinchunk.groundtruth.annotations import AnnotationError, read_annotated
 from spacy_clinchunk.groundtruth.voronoi import OverlapError
 
@@ -162,18 +163,13 @@ def test_top_level_import():
     assert spacy_clinchunk.read_annotated is read_annotated
 
 
-def corpus_dir(tmp_path, names):
-    for name in names:
-        shutil.copy(GSC_DIR / name, tmp_path / name)
-    return tmp_path
-
-
-@requires_shared_data()
 def test_registered_corpus_reader_yields_examples(tmp_path):
-    folder = corpus_dir(tmp_path, ["GSC_plus_1003450.json", "GSC_plus_10051003.json", "GSC_plus_3740720.json"])
-    (folder / "nested").mkdir()
-    shutil.copy(GSC_DIR / "GSC_plus_10066029.json", folder / "nested" / "GSC_plus_10066029.json")
-    config = {"corpus": {"@readers": "spacy_clinchunk.AnnotatedCorpus.v1", "path": str(folder), "pattern": "**/*.json"}}
+    names = sorted(p.name for p in SAMPLE_JSON.glob("*.json"))
+    for name in names[1:]:
+        shutil.copy(SAMPLE_JSON / name, tmp_path / name)
+    (tmp_path / "nested").mkdir()
+    shutil.copy(SAMPLE_JSON / names[0], tmp_path / "nested" / names[0])
+    config = {"corpus": {"@readers": "spacy_clinchunk.AnnotatedCorpus.v1", "path": str(tmp_path), "pattern": "**/*.json"}}
     reader = registry.resolve(config)["corpus"]
     nlp = spacy.blank("en")
     examples = list(reader(nlp))
@@ -184,14 +180,20 @@ def test_registered_corpus_reader_yields_examples(tmp_path):
     config["corpus"]["pattern"] = "*.json"
     config["corpus"]["on_overlap"] = "skip"
     skipped = list(registry.resolve(config)["corpus"](nlp))
-    # 1003450 and 3740720 have overlapping annotations: skipped, as the seed did
-    assert [eg.reference._.clin_doc_id for eg in skipped] == ["GSC+_10051003"]
+    # the genetics letter has overlapping annotations ("generalized hypotonia" / "hypotonia"): skipped
+    assert [eg.reference._.clin_doc_id for eg in skipped] == ["discharge_cardiology", "emergency_neurology_note"]
+    config["corpus"]["on_overlap"] = "sometimes"
+    with pytest.raises(ConfigValidationError):
+        registry.resolve(config)
 
 
-@requires_shared_data()
-def test_all_shared_documents_read_exactly(blank_nlp):
-    files = sorted(GSC_DIR.glob("*.json"))
-    assert len(files) == 228
+@pytest.mark.parametrize("folder,documents,evidence_spans", [
+    pytest.param(SAMPLE_JSON, 4, 62, id="sample"),
+    pytest.param(GSC_DIR, 228, 2073, id="shared", marks=requires_shared_data()),
+])
+def test_every_document_reads_exactly(blank_nlp, folder, documents, evidence_spans):
+    files = sorted(folder.glob("*.json"))
+    assert len(files) == documents
     spans = 0
     for file in files:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -202,4 +204,4 @@ def test_all_shared_documents_read_exactly(blank_nlp):
         assert [(s.start_char, s.end_char, s.text) for s in doc.spans["annotations"]] == expected
         spans += len(expected)
         assert len(doc.spans["voronoi_0.50"]) >= len(data["annotations"])
-    assert spans == 2073
+    assert spans == evidence_spans

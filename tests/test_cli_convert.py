@@ -9,7 +9,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from conftest import CONFIG_DIR, GSC_DIR, requires_shared_data
+from conftest import CONFIG_DIR, GSC_DIR, SAMPLE_JSON, requires_shared_data
 from spacy_clinchunk.cli import main
 from spacy_clinchunk.groundtruth.evaluate import evaluate_corpus
 from spacy_clinchunk.pipeline import load_pipeline
@@ -113,12 +113,15 @@ def test_voronoi_on_brat_and_bioc_writes_the_same_bytes_as_on_json(corpus, tmp_p
     assert main(["voronoi", "--input-dir", str(tmp_path / "brat"), "--format", "brat"]) == 2  # brat is never rewritten in place
 
 
-@requires_shared_data()
-def test_shared_set_json_brat_json_gives_identical_voronoi_and_equal_scores(tmp_path, monkeypatch):
+@pytest.mark.parametrize("folder,documents", [
+    pytest.param(SAMPLE_JSON, 4, id="sample"),
+    pytest.param(GSC_DIR, 40, id="shared", marks=requires_shared_data()),
+])
+def test_json_brat_json_gives_identical_voronoi_and_equal_scores(tmp_path, monkeypatch, folder, documents):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     sample = tmp_path / "gsc"
     sample.mkdir()
-    for path in sorted(GSC_DIR.glob("*.json"))[:40]:
+    for path in sorted(folder.glob("*.json"))[:documents]:
         shutil.copy(path, sample / path.name)
     assert main(["convert", str(sample), "--to", "brat", "-o", str(tmp_path / "brat")]) == 0
     assert main(["convert", str(tmp_path / "brat"), "--to", "json", "-o", str(tmp_path / "back")]) == 0
@@ -133,7 +136,7 @@ def test_shared_set_json_brat_json_gives_identical_voronoi_and_equal_scores(tmp_
     nlp = load_pipeline(CONFIG_DIR / "punct_conj_cleaned.cfg")
     scores = [evaluate_corpus(nlp, tmp_path / "gsc"), evaluate_corpus(nlp, tmp_path / "brat", format="brat"),
               evaluate_corpus(nlp, tmp_path / "c.json")]
-    assert scores[0]["chunk_docs"] == 40 and scores[2]["files"] == 1  # one BioC collection
+    assert scores[0]["chunk_docs"] == documents and scores[2]["files"] == 1  # one BioC collection
     for each in scores:
         each.pop("files")
     assert scores[0] == scores[1] == scores[2]

@@ -1,4 +1,5 @@
-"""The ``voronoi`` augment CLI, always on copies of the shared files in a tmp dir."""
+"""The ``voronoi`` augment CLI, always on copies in a tmp dir of the shipped sample (and of the
+shared corpus, when present)."""
 import json
 import os
 import shutil
@@ -7,20 +8,20 @@ import sys
 
 import pytest
 
-from conftest import GSC_DIR, ROOT, requires_shared_data
+from conftest import GSC_DIR, ROOT, SAMPLE_JSON, requires_shared_data
 from spacy_clinchunk.cli import main
 from spacy_clinchunk.cli import voronoi as voronoi_cli
 
-pytestmark = requires_shared_data()
-SAMPLE = ["GSC_plus_1003450.json", "GSC_plus_10051003.json", "GSC_plus_3740720.json"]
+# the genetics letter has overlapping annotations (2 and 3: "generalized hypotonia", "hypotonia")
+FILES = ["case_report_cholestasis.json", "discharge_cardiology.json", "genetics_clinic_letter.json"]
 
 
 @pytest.fixture
 def corpus(tmp_path):
     folder = tmp_path / "corpus"
     folder.mkdir()
-    for name in SAMPLE:
-        shutil.copy(GSC_DIR / name, folder / name)
+    for name in FILES:
+        shutil.copy(SAMPLE_JSON / name, folder / name)
     return folder
 
 
@@ -28,13 +29,17 @@ def snapshot(folder):
     return {p.name: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_augments_all_228_shared_files_and_reruns_byte_identical(tmp_path, capsys):
+@pytest.mark.parametrize("source,files", [
+    pytest.param(SAMPLE_JSON, 4, id="sample"),
+    pytest.param(GSC_DIR, 228, id="shared", marks=requires_shared_data()),
+])
+def test_augments_every_file_and_reruns_byte_identical(tmp_path, capsys, source, files):
     folder = tmp_path / "all"
-    shutil.copytree(GSC_DIR, folder)
+    shutil.copytree(source, folder)
     originals = snapshot(folder)
     assert main(["voronoi", "--input-dir", str(folder), "--pattern", "*.json", "--no-progress"]) == 0
     summary = capsys.readouterr().out.strip().splitlines()[-1]
-    assert summary.startswith("228 file(s) processed: 228 updated, 0 unchanged, 0 skipped, 0 error(s)")
+    assert summary.startswith(f"{files} file(s) processed: {files} updated, 0 unchanged, 0 skipped, 0 error(s)")
     first = snapshot(folder)
     for name, raw in originals.items():
         before, after = json.loads(raw), json.loads(first[name])
@@ -48,19 +53,19 @@ def test_augments_all_228_shared_files_and_reruns_byte_identical(tmp_path, capsy
                 assert variant["text"] == text[slice(*variant["span"])]
         assert first[name].endswith(b"\n") and first[name].startswith(raw[:40])
     assert main(["voronoi", "--input-dir", str(folder), "--pattern", "*.json"]) == 0
-    assert "0 updated, 228 unchanged" in capsys.readouterr().out
+    assert f"0 updated, {files} unchanged" in capsys.readouterr().out
     assert snapshot(folder) == first  # generated_at kept when nothing changed
 
 
 def test_single_file_output_format_and_parameter_change(corpus, capsys):
-    path = corpus / SAMPLE[0]
+    path = corpus / FILES[0]
     assert main(["voronoi", "--input", str(path)]) == 0
     data = json.loads(path.read_text(encoding="utf-8"))
     block = data["chunk_variants"]["voronoi_v1"]
     provenance = block["provenance"]
     assert provenance["parameters"]["expansion_ratios"] == [0.0, 0.5, 1.0]
     assert provenance["generated_at"].endswith("Z") and provenance["script_version"]
-    assert block["chunks"][0]["variants"]["0.00"] == {"text": "brachydactyly", "span": [14, 27]}
+    assert block["chunks"][0]["variants"]["0.00"] == {"text": "pruritus", "span": [76, 84]}
     # new ratios replace the block in place (same key position), others stay untouched
     data["chunk_variants"]["other_strategy"] = {"keep": True}
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -83,12 +88,12 @@ def test_dry_run_writes_nothing_and_says_what_would_change(corpus, capsys):
 def test_overlap_policies_and_failures_give_summary_and_exit_code(corpus, capsys):
     assert main(["voronoi", "--input-dir", str(corpus), "--on-overlap", "skip"]) == 0
     captured = capsys.readouterr()
-    assert "1 updated, 0 unchanged, 2 skipped (overlap: 2), 0 error(s)" in captured.out
+    assert "2 updated, 0 unchanged, 1 skipped (overlap: 1), 0 error(s)" in captured.out
     assert "Overlapping annotations detected: annotation 2 overlaps with annotation 3" in captured.err
     fresh = corpus.parent / "fresh"
-    shutil.copytree(GSC_DIR, fresh, ignore=lambda d, names: [n for n in names if n not in SAMPLE])
+    shutil.copytree(SAMPLE_JSON, fresh, ignore=lambda d, names: [n for n in names if n not in FILES])
     assert main(["voronoi", "--input-dir", str(fresh), "--on-overlap", "error"]) == 1
-    assert "2 error(s)" in capsys.readouterr().out
+    assert "1 error(s)" in capsys.readouterr().out
     (corpus / "broken.json").write_text('{"full_text": "x", "annotations": [', encoding="utf-8")
     (corpus / "other.json").write_text('{"unrelated": 1}', encoding="utf-8")
     assert main(["voronoi", "--input-dir", str(corpus)]) == 1
@@ -100,7 +105,7 @@ def test_overlap_policies_and_failures_give_summary_and_exit_code(corpus, capsys
 
 
 def test_interrupted_write_leaves_the_file_intact(corpus, monkeypatch):
-    path = corpus / SAMPLE[1]
+    path = corpus / FILES[1]
     before = path.read_bytes()
 
     def interrupted(src, dst):
@@ -109,11 +114,11 @@ def test_interrupted_write_leaves_the_file_intact(corpus, monkeypatch):
     monkeypatch.setattr(voronoi_cli.os, "replace", interrupted)
     assert main(["voronoi", "--input", str(path)]) == 130
     assert path.read_bytes() == before
-    assert sorted(p.name for p in corpus.iterdir()) == sorted(SAMPLE)  # no temp file left behind
+    assert sorted(p.name for p in corpus.iterdir()) == sorted(FILES)  # no temp file left behind
 
 
 def test_module_entry_point_in_a_subprocess(corpus):
-    path = corpus / SAMPLE[1]
+    path = corpus / FILES[1]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     command = [sys.executable, "-m", "spacy_clinchunk", "voronoi", "--input", str(path)]
     first = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)

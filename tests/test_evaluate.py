@@ -7,7 +7,7 @@ import spacy
 from spacy.training import Example
 from spacy.util import registry
 
-from conftest import CONFIG_DIR, GSC_DIR, requires_shared_data
+from conftest import CONFIG_DIR, GSC_DIR, SAMPLE_JSON, requires_shared_data
 from spacy_clinchunk.groundtruth.annotations import AnnotatedCorpus, read_annotated
 from spacy_clinchunk.cli import main
 from spacy_clinchunk.groundtruth.evaluate import METRICS, ChunkScorer, document_tally, evaluate_corpus, iou
@@ -59,10 +59,9 @@ def voronoi_chunker_examples(nlp, folder):
     return examples
 
 
-@requires_shared_data()
 def test_registered_scorer_matches_evaluate_corpus_and_nlp_evaluate(tmp_path):
-    for name in ["GSC_plus_1003450.json", "GSC_plus_10051003.json", "GSC_plus_3740720.json", "GSC_plus_16401744.json"]:
-        shutil.copy(GSC_DIR / name, tmp_path / name)
+    for path in SAMPLE_JSON.glob("*.json"):
+        shutil.copy(path, tmp_path / path.name)
     scorer = registry.resolve({"s": {"@scorers": "spacy_clinchunk.ChunkScorer.v1"}})["s"]
     nlp = load_pipeline(CONFIG_DIR / "punct_conj_cleaned.cfg")
     via_evaluate = nlp.evaluate(list(AnnotatedCorpus(tmp_path, "*.json")(nlp)), scorer=scorer)
@@ -81,12 +80,15 @@ def test_registered_scorer_matches_evaluate_corpus_and_nlp_evaluate(tmp_path):
     assert perfect["chunk_integrity"] == 1.0 and perfect["chunk_coverage"] == 1.0
 
 
-@requires_shared_data()
-def test_all_shared_documents_with_our_configs():
-    simple = evaluate_corpus(load_pipeline(CONFIG_DIR / "simple.cfg"), GSC_DIR, "*.json")
-    finer = evaluate_corpus(load_pipeline(CONFIG_DIR / "punct_conj_cleaned.cfg"), GSC_DIR, "*.json")
+@pytest.mark.parametrize("folder,documents", [
+    pytest.param(SAMPLE_JSON, 4, id="sample"),
+    pytest.param(GSC_DIR, 228, id="shared", marks=requires_shared_data()),
+])
+def test_finer_config_scores_as_expected_against_sentences(folder, documents):
+    simple = evaluate_corpus(load_pipeline(CONFIG_DIR / "simple.cfg"), folder, "*.json")
+    finer = evaluate_corpus(load_pipeline(CONFIG_DIR / "punct_conj_cleaned.cfg"), folder, "*.json")
     for scores in (simple, finer):
-        assert scores["chunk_docs"] == 228
+        assert scores["chunk_docs"] == documents
         for key in ("chunk_integrity", "chunk_isolation", "chunk_coverage", "chunk_iou"):
             assert 0.0 <= scores[key] <= 1.0
     # finer chunks: more of them, fewer words each, better isolated, closer to the 0.50 variants
@@ -97,12 +99,11 @@ def test_all_shared_documents_with_our_configs():
     assert simple["chunk_coverage"] > 0.99  # sentences keep nearly every annotated character
 
 
-@requires_shared_data()
 def test_evaluate_cli_prints_a_table_and_writes_json(tmp_path, capsys):
     data = tmp_path / "corpus"
     data.mkdir()
-    for name in ["GSC_plus_1003450.json", "GSC_plus_10051003.json"]:
-        shutil.copy(GSC_DIR / name, data / name)
+    for name in ["discharge_cardiology.json", "genetics_clinic_letter.json"]:
+        shutil.copy(SAMPLE_JSON / name, data / name)
     output = tmp_path / "out" / "metrics.json"
     code = main(["evaluate", "--config", str(CONFIG_DIR / "simple.cfg"), "--data", str(data), "--output", str(output)])
     assert code == 0

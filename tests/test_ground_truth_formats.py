@@ -356,6 +356,7 @@ def test_brat_offsets_count_a_byte_order_mark_in_the_text(tmp_path):
 
 def test_registered_corpus_reader_reads_brat_and_bioc_from_config(tmp_path, blank_nlp):
     from spacy.util import registry
+    from thinc.api import ConfigValidationError
 
     write_brat_pair(tmp_path, "case1", BRAT_TEXT, BRAT_ANN)
     config = {"c": {"@readers": "spacy_clinchunk.AnnotatedCorpus.v2", "path": str(tmp_path), "pattern": None, "format": "brat"}}
@@ -366,3 +367,43 @@ def test_registered_corpus_reader_reads_brat_and_bioc_from_config(tmp_path, blan
     assert [eg.reference._.clin_doc_id for eg in AnnotatedCorpus(tmp_path / "two.json")(blank_nlp)] == ["x", "y"]
     with pytest.raises(AnnotationError, match="holds 2 documents"):
         read_annotated(tmp_path / "two.json", blank_nlp)
+    config["c"]["format"] = "csv"  # choices are checked with the config, as for spaCy's own readers
+    with pytest.raises(ConfigValidationError, match="format"):
+        registry.resolve(config)
+
+
+# -- the shipped sample -------------------------------------------------------------------------
+def test_the_shipped_sample_reads_to_the_same_documents_from_json_brat_and_bioc(blank_nlp):
+    from conftest import SAMPLE_DIR
+    from spacy_clinchunk import attrs
+
+    strict = ReadPolicy(unlocated="error", snippet_mismatch="error")
+
+    def read(paths):
+        documents = [d for path in paths for d in load_documents(path, policy=strict)]
+        assert all(d.notes == [] and d.counts == {} for d in documents)  # exact snippets, nothing unlocated
+        return documents
+
+    from_json = read(sorted((SAMPLE_DIR / "json").glob("*.json")))
+    expected = [document_to_record(d) for d in from_json]
+    assert len(expected) == 4
+    assert all(5 <= len({a["hpo_id"] for a in r["annotations"]}) <= 15 for r in expected)
+    statuses = {a["assertion_status"] for r in expected for a in r["annotations"]}
+    assert statuses == set(attrs.ASSERTION_LABELS)  # every assertion label has an example
+    assert any(len(a["evidence_spans"]) > 1 for r in expected for a in r["annotations"])  # discontinuous
+    others = {
+        "brat": read(sorted((SAMPLE_DIR / "brat").glob("*.ann"))),
+        "bioc-xml": read([SAMPLE_DIR / "bioc" / "notes.xml"]),
+        "bioc-json": read([SAMPLE_DIR / "bioc" / "notes.bioc.json"]),
+    }
+    for name, documents in others.items():
+        assert [document_to_record(d) for d in documents] == expected, name
+
+    def as_doc(document):  # tokens, every span group, assertions
+        doc = document_to_doc(document, blank_nlp)
+        groups = {key: [(s.start_char, s.end_char, s.label_, s.id_) for s in group] for key, group in doc.spans.items()}
+        return [t.text for t in doc], groups, [s._.clin_assertion for s in doc.spans["annotations"]]
+
+    for name, documents in others.items():
+        for mine, theirs in zip(from_json, documents):
+            assert as_doc(mine) == as_doc(theirs), (name, mine.doc_id)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import GSC_DIR, requires_shared_data
+from conftest import GSC_DIR, SAMPLE_JSON, requires_shared_data
 from spacy_clinchunk.groundtruth.voronoi import (
     OverlapError,
     VoronoiError,
@@ -119,9 +119,8 @@ def test_ratio_validation():
     assert ratio_key(0.25) == "0.25"
 
 
-@requires_shared_data()
-def test_seed_output_format_on_a_shared_document():
-    record = json.loads((GSC_DIR / "GSC_plus_1003450.json").read_text(encoding="utf-8"))
+def test_seed_output_format_on_a_sample_document():
+    record = json.loads((SAMPLE_JSON / "case_report_cholestasis.json").read_text(encoding="utf-8"))
     block = voronoi_block(record, [0.0, 0.5, 1.0], generated_at="2025-01-01T00:00:00Z")
     assert list(block) == ["provenance", "chunks"]
     assert list(block["provenance"]) == ["script_version", "generated_at", "parameters"]
@@ -129,12 +128,12 @@ def test_seed_output_format_on_a_shared_document():
     assert block["provenance"]["parameters"]["strategy"] == "voronoi_midpoint"
     first = block["chunks"][0]
     assert list(first) == ["hpo_id", "annotation_span", "variants"]
-    assert first["hpo_id"] == "HP:0001156" and first["annotation_span"] == [14, 27]
+    assert first["hpo_id"] == "HP:0000989" and first["annotation_span"] == [76, 84]
     assert list(first["variants"]) == ["0.00", "0.50", "1.00"]
     for chunk in block["chunks"]:
         for variant in chunk["variants"].values():
             assert variant["text"] == record["full_text"][slice(*variant["span"])]
-    assert first["variants"]["0.00"] == {"text": "brachydactyly", "span": [14, 27]}
+    assert first["variants"]["0.00"] == {"text": "pruritus", "span": [76, 84]}
     assert first["variants"]["1.00"]["span"][0] == 0
 
 
@@ -210,12 +209,15 @@ def test_property_word_aligned_and_order_free(case, rng):
     assert by_annotation(result, list(range(len(annotations)))) == by_annotation(shuffled, order)
 
 
-@requires_shared_data()
-def test_every_shared_document_is_processed_with_merge_and_isolated():
-    files = sorted(GSC_DIR.glob("*.json"))
-    assert len(files) == 228
+@pytest.mark.parametrize("folder,documents,with_overlaps", [
+    pytest.param(SAMPLE_JSON, 4, 1, id="sample"),
+    pytest.param(GSC_DIR, 228, 60, id="shared", marks=requires_shared_data()),
+])
+def test_every_document_is_processed_with_merge_and_isolated(folder, documents, with_overlaps):
+    files = sorted(folder.glob("*.json"))
+    assert len(files) == documents
     overlapping = 0
-    for file in random.Random(0).sample(files, 228):
+    for file in random.Random(0).sample(files, documents):
         record = json.loads(file.read_text(encoding="utf-8"))
         spans = [[(s["start_char"], s["end_char"]) for s in a["evidence_spans"]] for a in record["annotations"]]
         try:
@@ -228,4 +230,4 @@ def test_every_shared_document_is_processed_with_merge_and_isolated():
             foreign = foreign_characters(result, part)
             start, end = part.territory
             assert not any(start <= i < end for i in foreign)
-    assert overlapping == 60  # documents in which two different annotations overlap
+    assert overlapping == with_overlaps  # documents in which two different annotations overlap

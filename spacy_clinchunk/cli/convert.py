@@ -17,15 +17,15 @@ from . import CLIError
 from .reading import add_reading_arguments, input_files, policy_of, report_notes, say
 
 TARGETS = ("docbin", "json", "brat", "bioc-json", "bioc-xml")
+HELP = "convert annotated documents (JSON, brat, BioC) to DocBin, JSON, brat or BioC"
+DESCRIPTION = (
+    "Read annotated documents in any supported format and write them as a spaCy DocBin "
+    "(annotation and Voronoi span groups), our JSON schema, brat standoff or BioC."
+)
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "convert",
-        help="convert annotated documents (JSON, brat, BioC) to DocBin, JSON, brat or BioC",
-        description="Read annotated documents in any supported format and write them as a spaCy DocBin "
-        "(annotation and Voronoi span groups), our JSON schema, brat standoff or BioC.",
-    )
+    parser = subparsers.add_parser("convert", help=HELP, description=DESCRIPTION)
     parser.add_argument("input", help="an annotated file or a directory of them")
     parser.add_argument("--to", required=True, choices=TARGETS, help="output format")
     parser.add_argument("--output", "-o", required=True, help="output file (docbin, bioc-*) or folder (json, brat)")
@@ -41,7 +41,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
-    from ..groundtruth.annotations import annotation_summary, corpus_counts, read_corpus_file
+    from ..groundtruth.reader import annotation_summary, corpus_counts, read_corpus_file
 
     if extra:
         raise CLIError(f"unrecognized arguments: {' '.join(extra)}")
@@ -78,7 +78,8 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
 def write_output(args: argparse.Namespace, documents: List[Any], output: Path) -> "tuple[int, int]":
     """Write ``documents`` in ``args.to``; returns ``(documents written, annotations left out)``."""
     from ..fileio import atomic_write
-    from ..groundtruth.annotations import AnnotationError, document_to_record
+    from ..groundtruth.json_format import document_to_record
+    from ..groundtruth.model import AnnotationError
 
     if args.to in ("bioc-json", "bioc-xml", "docbin"):
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -131,8 +132,8 @@ def docbin_bytes(documents: List[Any], lang: str, ratios: List[float], spans_key
     import spacy
     from spacy.tokens import DocBin
 
-    from ..groundtruth.annotations import document_to_doc
-    from ..groundtruth.voronoi import VoronoiError
+    from ..groundtruth.align import document_to_doc
+    from ..groundtruth.voronoi import VoronoiError, VoronoiSettings
 
     try:
         nlp = spacy.blank(lang)
@@ -141,7 +142,7 @@ def docbin_bytes(documents: List[Any], lang: str, ratios: List[float], spans_key
     docbin = DocBin(store_user_data=True)
     for document in documents:
         try:
-            doc = document_to_doc(document, nlp, ratios or None)
+            doc = document_to_doc(document, nlp, VoronoiSettings(tuple(ratios or ())))
         except VoronoiError as err:
             raise CLIError(str(err)) from err
         if spans_key:

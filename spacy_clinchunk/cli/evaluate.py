@@ -47,7 +47,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
-    from ..groundtruth.annotations import AnnotationError, annotation_summary, corpus_counts
+    from ..groundtruth.model import AnnotationError
+    from ..groundtruth.reader import annotation_summary, corpus_counts
     from ..groundtruth.evaluate import evaluate_files
     from ..pipeline import PipelineError, default_spans_key, load_pipeline
     from .chunk import parse_overrides

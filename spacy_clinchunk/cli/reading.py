@@ -2,42 +2,37 @@
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional, Sequence
 
+from ..groundtruth.model import FORMATS, SNIPPET_POLICIES, UNLOCATED_POLICIES, AnnotationError, ReadPolicy
 from . import CLIError
 
 
+def add_choice(parser: argparse.ArgumentParser, flag: str, choices: Sequence[str], help: str) -> None:
+    """An option with fixed choices, the first of them its default."""
+    parser.add_argument(flag, choices=choices, default=choices[0], help=help)
+
+
 def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--format",
-        choices=("auto", "json", "brat", "bioc"),
-        default="auto",
-        help="input format (default: by extension: .json ours or BioC, .ann/.txt brat, .xml BioC)",
+    add_choice(parser, "--format", FORMATS, "input format (default: by extension: .json ours or BioC, .ann/.txt brat, .xml BioC)")
+    add_choice(
+        parser, "--unlocated", UNLOCATED_POLICIES,
+        "annotations without evidence spans: keep on the document (no territory), drop, or fail the file",
     )
-    parser.add_argument(
-        "--unlocated",
-        choices=("keep", "skip", "error"),
-        default="keep",
-        help="annotations without evidence spans: keep on the document (no territory), drop, or fail the file",
-    )
-    parser.add_argument(
-        "--snippet-mismatch",
-        choices=("warn", "skip-annotation", "error"),
-        default="warn",
-        help="snippet text that differs from the text (beyond whitespace/case): keep with a warning, "
+    add_choice(
+        parser, "--snippet-mismatch", SNIPPET_POLICIES,
+        "snippet text that differs from the text (beyond whitespace/case): keep with a warning, "
         "drop that annotation, or fail the file",
     )
 
 
-def policy_of(args: argparse.Namespace) -> Any:
-    from ..groundtruth.annotations import ReadPolicy
-
+def policy_of(args: argparse.Namespace) -> ReadPolicy:
     return ReadPolicy(args.unlocated, args.snippet_mismatch)
 
 
 def input_files(path: str, pattern: Optional[str], format: str) -> List[Path]:
     """Files of a corpus directory (or one file), refusing an empty selection."""
-    from ..groundtruth.annotations import AnnotationError, annotated_files
+    from ..groundtruth.formats import annotated_files  # the readers import spaCy: on first use
 
     try:
         files = annotated_files(path, pattern, format)
@@ -61,6 +56,3 @@ def report_notes(origin: str, notes: List[str], progress: Any = None) -> None:
     for note in notes:
         say(f"note: {origin}: {note}", progress)
 
-
-def outcome_summary(counts: Dict[str, int], order: List[str]) -> str:
-    return ", ".join(f"{counts.get(name, 0)} {name}" for name in order)

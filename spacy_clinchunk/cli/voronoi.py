@@ -19,8 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..groundtruth.voronoi import OVERLAP_POLICIES
 from . import CLIError
-from .reading import add_reading_arguments, policy_of, report_notes, say
+from .reading import add_choice, add_reading_arguments, policy_of, report_notes, say
 
 DEFAULT_PATTERN = "**/*.json"
 
@@ -46,11 +47,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--expansion-ratios", nargs="+", type=float, default=[0.0, 0.5, 1.0], metavar="R", help="ratios in [0, 1]"
     )
-    parser.add_argument(
-        "--on-overlap",
-        choices=("merge", "skip", "error"),
-        default="merge",
-        help="overlapping annotations: share one territory (merge), skip the file, or fail it",
+    add_choice(
+        parser, "--on-overlap", OVERLAP_POLICIES,
+        "overlapping annotations: share one territory (merge), skip the file, or fail it",
     )
     parser.add_argument(
         "--multi-span-gap",
@@ -117,7 +116,8 @@ class Outcome:
 def augment_file(path: Path, params: Dict[str, Any], dry_run: bool, policy: Any = None) -> Outcome:
     """Augment one JSON file of our schema in place."""
     from ..fileio import atomic_write, remove_stale_temps, resolve_target
-    from ..groundtruth.annotations import AnnotationError, document_from_record, is_annotated_record, parse_bytes
+    from ..groundtruth.json_format import document_from_record, is_annotated_record
+    from ..groundtruth.model import AnnotationError, parse_bytes
     from ..groundtruth.voronoi import VARIANTS_FIELD, VARIANTS_NAME, OverlapError, VoronoiError, same_block
 
     stale = 0 if dry_run else len(remove_stale_temps(resolve_target(path)))
@@ -174,9 +174,9 @@ def write_documents(
     path: Path, folder: Path, params: Dict[str, Any], dry_run: bool, policy: Any, format: str, taken: Dict[str, Path]
 ) -> Outcome:
     """Write each document of one file (any format) to ``folder/<doc_id>.json`` with its block."""
-    from ..groundtruth.annotations import FAILED as READ_FAILED
-    from ..groundtruth.annotations import SKIPPED as READ_SKIPPED
-    from ..groundtruth.annotations import read_corpus_file
+    from ..groundtruth.reader import FAILED as READ_FAILED
+    from ..groundtruth.reader import SKIPPED as READ_SKIPPED
+    from ..groundtruth.reader import read_corpus_file
     from ..groundtruth.voronoi import OverlapError, VoronoiError
 
     result = read_corpus_file(path, format, policy)
@@ -211,7 +211,8 @@ def write_documents(
 def _write_record(target: Path, document: Any, block: Dict[str, Any], dry_run: bool) -> Tuple[bool, int]:
     """Write ``document`` with ``block`` to ``target`` unless it holds the same already: ``(written, stale temps removed)``."""
     from ..fileio import atomic_write, remove_stale_temps
-    from ..groundtruth.annotations import AnnotationError, document_to_record, parse_bytes
+    from ..groundtruth.json_format import document_to_record
+    from ..groundtruth.model import AnnotationError, parse_bytes
     from ..groundtruth.voronoi import VARIANTS_FIELD, VARIANTS_NAME, same_block
 
     removed = 0 if dry_run else len(remove_stale_temps(target))
@@ -249,7 +250,7 @@ def list_files(args: argparse.Namespace) -> List[Path]:
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
-    from ..groundtruth.annotations import annotation_summary
+    from ..groundtruth.reader import annotation_summary
     from ..groundtruth.voronoi import VoronoiError, validate_ratios
 
     if extra:

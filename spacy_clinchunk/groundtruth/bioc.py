@@ -21,17 +21,9 @@ import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import attrs
-from .annotations import (
-    AnnotatedDocument,
-    Annotation,
-    AnnotationError,
-    DocumentBuilder,
-    NotAnnotatedError,
-    Range,
-    ReadPolicy,
-    _parse_json,
-    compare_snippet,
-    decode_text,
+from .model import (
+    AnnotatedDocument, Annotation, AnnotationError, DocumentBuilder, NotAnnotatedError, Range, ReadPolicy,
+    compare_snippet, decode_text, parse_json,
 )
 
 ID_INFONS = ("identifier", "Identifier", "hpo_id", "HPO", "MESH", "type")
@@ -58,7 +50,7 @@ def read_bioc_bytes(data: bytes, origin: str, policy: ReadPolicy) -> List[Annota
     text = decode_text(data, origin)
     if text.lstrip().startswith("<"):
         return _documents(_parse_xml(text, origin), origin, policy)
-    return documents_from_bioc_json(_parse_json(text, origin), origin, policy)
+    return documents_from_bioc_json(parse_json(text, origin), origin, policy)
 
 
 def documents_from_bioc_json(collection: Any, origin: str, policy: ReadPolicy) -> List[AnnotatedDocument]:

@@ -24,17 +24,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .. import attrs
-from .annotations import (
-    AnnotatedDocument,
-    Annotation,
-    AnnotationError,
-    DocumentBuilder,
-    NotAnnotatedError,
-    Range,
-    ReadPolicy,
-    decode_text,
-    read_file,
-)
+from ..fileio import atomic_write
+from .model import AnnotatedDocument, Annotation, AnnotationError, DocumentBuilder, NotAnnotatedError, Range, ReadPolicy
+from .model import decode_text, read_file
 
 DEFAULT_TYPE = "Phenotype"
 # binary attribute name (lower case) -> assertion status
@@ -225,8 +217,6 @@ def to_ann(document: AnnotatedDocument) -> Tuple[str, int]:
 
 def write_brat(document: AnnotatedDocument, folder: Path, stem: str) -> Tuple[List[Path], int]:
     """Write ``<stem>.txt`` and ``<stem>.ann`` (owner-only); returns the paths and the unlocated left out."""
-    from ..fileio import atomic_write
-
     ann, left_out = to_ann(document)
     txt_path, ann_path = folder / f"{stem}.txt", folder / f"{stem}.ann"
     atomic_write(txt_path, document.text)

@@ -25,7 +25,6 @@ coverage count fragments), fragments of one annotation close enough form one par
 Ratios are pooled over the corpus (micro averages). ``spacy_clinchunk.ChunkScorer.v1``
 (``@scorers``) gives the same numbers through ``nlp.evaluate(examples, scorer=...)``.
 """
-from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -34,47 +33,56 @@ from spacy.training import Example
 from spacy.util import registry
 
 from .. import attrs
+from .reader import AnnotatedCorpus, corpus_counts
 from .voronoi import DEFAULT_MULTI_SPAN_GAP, compute, is_word_char
 
 Range = Tuple[int, int]
-METRICS = ("chunk_integrity", "chunk_isolation", "chunk_coverage", "chunk_iou", "chunks_per_doc", "words_per_chunk")
+# the counts behind the metrics, and each ratio metric as (numerator, denominator) of them
+COUNTS = (
+    "docs", "evidence_spans", "intact_spans", "touching_chunks", "isolated_chunks", "annotated_chars",
+    "covered_chars", "parts", "iou_sum", "chunks", "words", "unlocated",
+)
+RATIOS = {
+    "chunk_integrity": ("intact_spans", "evidence_spans"),
+    "chunk_isolation": ("isolated_chunks", "touching_chunks"),
+    "chunk_coverage": ("covered_chars", "annotated_chars"),
+    "chunk_iou": ("iou_sum", "parts"),
+    "chunks_per_doc": ("chunks", "docs"),
+    "words_per_chunk": ("words", "chunks"),
+}
+METRICS = tuple(RATIOS)
 DEFAULT_VARIANT_RATIO = 0.5
 
 
-@dataclass
 class Tally:
-    """Counts behind the metrics; add tallies of documents to get a corpus."""
+    """Counts behind the metrics (:data:`COUNTS`, 0 unless given); add tallies of documents to get a corpus."""
 
-    docs: int = 0
-    evidence_spans: int = 0
-    intact_spans: int = 0
-    touching_chunks: int = 0
-    isolated_chunks: int = 0
-    annotated_chars: int = 0
-    covered_chars: int = 0
-    parts: int = 0
-    iou_sum: float = 0.0
-    chunks: int = 0
-    words: int = 0
-    unlocated: int = 0
+    __slots__ = COUNTS
+
+    def __init__(self, **counts: float) -> None:
+        unknown = sorted(set(counts) - set(COUNTS))
+        if unknown:
+            raise TypeError(f"Tally has no count {', '.join(unknown)}")
+        for name in COUNTS:
+            setattr(self, name, counts.get(name, 0))
+
+    def as_dict(self) -> Dict[str, float]:
+        return {name: getattr(self, name) for name in COUNTS}
 
     def __add__(self, other: "Tally") -> "Tally":
-        return Tally(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+        return Tally(**{name: value + getattr(other, name) for name, value in self.as_dict().items()})
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Tally) and self.as_dict() == other.as_dict()
+
+    def __repr__(self) -> str:
+        return f"Tally({', '.join(f'{k}={v!r}' for k, v in self.as_dict().items())})"
 
     def scores(self) -> Dict[str, Optional[float]]:
-        def ratio(num: float, den: int) -> Optional[float]:
-            return num / den if den else None
-
-        return {
-            "chunk_integrity": ratio(self.intact_spans, self.evidence_spans),
-            "chunk_isolation": ratio(self.isolated_chunks, self.touching_chunks),
-            "chunk_coverage": ratio(self.covered_chars, self.annotated_chars),
-            "chunk_iou": ratio(self.iou_sum, self.parts),
-            "chunks_per_doc": ratio(self.chunks, self.docs),
-            "words_per_chunk": ratio(self.words, self.chunks),
-            "chunk_docs": self.docs,
-            "unlocated_annotations": self.unlocated,
-        }
+        counts = self.as_dict()
+        scores = {metric: counts[num] / counts[den] if counts[den] else None for metric, (num, den) in RATIOS.items()}
+        scores.update(chunk_docs=self.docs, unlocated_annotations=self.unlocated)
+        return scores
 
 
 def count_words(text: str) -> int:
@@ -241,8 +249,6 @@ def evaluate_files(
     snippet_mismatch: str = "warn",
 ) -> Tuple[Dict[str, Any], List[Any]]:
     """``(metrics, per-file results)``; ``pattern=None`` reads every file of ``format`` by its ending."""
-    from .annotations import AnnotatedCorpus, corpus_counts
-
     corpus = AnnotatedCorpus(
         path, pattern, expansion_ratios=[DEFAULT_VARIANT_RATIO], limit=limit, format=format,
         unlocated=unlocated, snippet_mismatch=snippet_mismatch,

@@ -25,13 +25,14 @@ outside its own cluster. A word is a maximal run of Unicode letters, marks and d
 import math
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, get_args
 
 Range = Tuple[int, int]
 
 DEFAULT_RATIOS: Tuple[float, ...] = (0.0, 0.5, 1.0)
 DEFAULT_MULTI_SPAN_GAP = 3
-OVERLAP_POLICIES = ("merge", "skip", "error")
+OverlapPolicy = Literal["merge", "skip", "error"]
+OVERLAP_POLICIES: Tuple[str, ...] = get_args(OverlapPolicy)
 STRATEGY = "voronoi_midpoint"
 VARIANTS_FIELD = "chunk_variants"
 VARIANTS_NAME = "voronoi_v1"
@@ -62,6 +63,21 @@ class Part:
     cluster: int = -1
     territory: Range = (0, 0)
     variants: Dict[float, Range] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VoronoiSettings:
+    """How a document's Voronoi ground truth is built; no ``ratios``: none is built."""
+
+    ratios: Tuple[float, ...] = DEFAULT_RATIOS
+    on_overlap: str = "merge"
+    multi_span_gap: int = DEFAULT_MULTI_SPAN_GAP
+
+    def compute(self, text: str, annotations: Sequence[Sequence[Range]]) -> Optional["VoronoiResult"]:
+        """:func:`compute` with these settings (``None`` without ratios)."""
+        if not self.ratios:
+            return None
+        return compute(text, annotations, self.ratios, self.on_overlap, self.multi_span_gap)
 
 
 @dataclass
@@ -254,47 +270,3 @@ def same_block(old: Any, new: Mapping[str, Any]) -> bool:
         return copy
 
     return strip(old) == strip(new)
-
-
-# -- span groups ----------------------------------------------------------------
-def boundaries(result: VoronoiResult) -> List[int]:
-    """Every character offset a territory or variant starts or ends at."""
-    found = set()
-    for start, end in result.territories:
-        found.update((start, end))
-    for part in result.parts:
-        for start, end in part.variants.values():
-            found.update((start, end))
-    return sorted(found)
-
-
-def add_span_groups(
-    doc: Any, result: VoronoiResult, hpo_ids: Sequence[str], indices: Optional[Sequence[int]] = None
-) -> None:
-    """Write ``voronoi`` (territories) and ``voronoi_<ratio>`` groups, one span per part.
-
-    Spans carry ``label_`` = HPO id and ``id_`` = annotation index (as a string):
-    extension attributes are keyed by character offsets, and parts of one cluster
-    share their territory, so the per-span fields are used instead. The doc's tokens
-    must already be split at :func:`boundaries` (``read_annotated`` does this).
-    ``indices`` maps an annotation's position in ``result`` to the index written as
-    ``id_`` (its index in the source document, when some annotations were left out).
-    """
-    from .. import attrs
-
-    groups: Dict[str, List[Tuple[int, int, int]]] = {attrs.VORONOI_KEY: []}
-    for ratio in result.ratios:
-        groups[attrs.variant_key(ratio)] = []
-    for part in result.parts:
-        groups[attrs.VORONOI_KEY].append((*part.territory, part.annotation))
-        for ratio, (start, end) in part.variants.items():
-            groups[attrs.variant_key(ratio)].append((start, end, part.annotation))
-    for key, items in groups.items():
-        spans = []
-        for start, end, annotation in sorted(items):
-            number = indices[annotation] if indices is not None else annotation
-            span = doc.char_span(start, end, label=hpo_ids[annotation], span_id=str(number))
-            if span is None:
-                raise VoronoiError(f"range ({start}, {end}) does not align to the doc's tokens")
-            spans.append(span)
-        doc.spans[key] = spans
