@@ -1,10 +1,19 @@
-"""Corpora built from the GSC+ files for the corpus and Ray engine tests."""
+"""Corpora for the corpus and Ray engine tests.
+
+What these tests check (sharding, resumption, equal output of every engine, error files)
+holds for any notes, so the corpus is built from the notes that ship in the repository:
+228 documents, each a different run of sentences of the example notes, of varied length.
+A user's clone has everything they need.
+"""
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Dict, List
 
-from conftest import CONFIG_DIR, GSC_DIR
+from conftest import CONFIG_DIR, EXAMPLE_NOTE, SAMPLE_JSON
+
+CORPUS_SIZE = 228
 
 # Custom components for corpus tests, imported in every worker through ``code=``:
 # test_poison raises on a marked document; test_gate holds a marked document while
@@ -44,11 +53,24 @@ POISON = {"id": "poisoned", "text": "Patient denies chest pain. POISON in this n
 GATE_DOC = {"id": "gate", "text": "GATE. The patient has no fever."}
 
 
-def gsc_documents() -> List[Dict[str, str]]:
+def _shipped_sentences() -> List[str]:
+    texts = [EXAMPLE_NOTE.read_text(encoding="utf-8")]
+    texts += [json.loads(f.read_text(encoding="utf-8"))["full_text"] for f in sorted(SAMPLE_JSON.glob("*.json"))]
+    sentences = []
+    for text in texts:
+        sentences += [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n{2,}", text) if len(s.strip()) > 3]
+    return sentences
+
+
+def corpus_documents() -> List[Dict[str, str]]:
+    """``CORPUS_SIZE`` notes of 2 to 40 sentences each (deterministic), ids ``note-000`` ..."""
+    sentences = _shipped_sentences()
     docs = []
-    for file in sorted(GSC_DIR.glob("*.json")):
-        data = json.loads(file.read_text(encoding="utf-8"))
-        docs.append({"id": data["doc_id"], "text": data["full_text"]})
+    for k in range(CORPUS_SIZE):
+        length = 2 + (k * 7) % 39
+        start = (k * 13) % len(sentences)
+        picked = [sentences[(start + i) % len(sentences)] for i in range(length)]
+        docs.append({"id": f"note-{k:03d}", "text": " ".join(picked)})
     return docs
 
 
@@ -65,8 +87,8 @@ def write_shards(folder: Path, docs: List[Dict[str, str]], n_shards: int) -> Lis
 
 
 def build_corpus(root: Path, n_shards: int, poison_shard: int, text_files: Dict[str, bytes]) -> Dict:
-    """GSC+ documents in JSONL shards, POISON appended to one shard, an empty shard and extra files."""
-    docs = gsc_documents()
+    """The corpus in JSONL shards, POISON appended to one shard, an empty shard and extra files."""
+    docs = corpus_documents()
     assert len(docs) >= 200
     inputs = root / "in"
     write_shards(inputs, docs, n_shards)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CONFIG_DIR, ROOT, requires_shared_data
+from conftest import CONFIG_DIR, ROOT
 from corpus_helpers import (
     GATE_DOC,
     POISON,
     build_corpus,
-    gsc_documents,
+    corpus_documents,
     read_errors,
     read_output,
     reference_records,
@@ -29,13 +29,12 @@ from spacy_clinchunk.cli import main as cli_main
 from spacy_clinchunk.corpus import CorpusError, RayOptions, plan_shards, read_shard, run_corpus
 from spacy_clinchunk.corpus.inputs import read_file
 
-pytestmark = requires_shared_data()
 STRUCTURAL = CONFIG_DIR / "punct_conj_cleaned.cfg"
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """228 GSC+ documents in 10 JSONL shards, a poisoned document, a non-UTF-8 note and an empty shard."""
+    """228 notes (corpus_helpers) in 10 JSONL shards, a poisoned document, a non-UTF-8 note and an empty shard."""
     good = "No acute distress. Lungs clear, heart regular."
     built = build_corpus(
         tmp_path_factory.mktemp("corpus"),
@@ -141,7 +140,7 @@ def test_docbin_output_holds_the_same_chunks(corpus, tmp_path):
 
 
 def gated_inputs(folder, docs, n_shards=10):
-    """``n_shards`` GSC+ shards plus ``gate.jsonl``, the smallest shard (so scheduled last)."""
+    """``n_shards`` corpus shards plus ``gate.jsonl``, the smallest shard (so scheduled last)."""
     write_shards(folder, docs, n_shards)
     (folder / "gate.jsonl").write_text(json.dumps(GATE_DOC) + "\n", encoding="utf-8")
     return folder
@@ -186,7 +185,7 @@ def gate(corpus):
 @pytest.mark.slow
 def test_killed_run_resumes_without_redoing_finished_shards(gate, tmp_path):
     """Kill -9 a CLI run (default batch size) while a document holds it; rerun; complete, identical output."""
-    corpus, docs = gate, gsc_documents()
+    corpus, docs = gate, corpus_documents()
     inputs = gated_inputs(tmp_path / "in", docs)
     out = tmp_path / "out"
     process = start_cli(corpus, inputs, out)
@@ -216,7 +215,7 @@ def test_killed_run_resumes_without_redoing_finished_shards(gate, tmp_path):
 @pytest.mark.slow
 def test_workers_exit_when_the_driver_is_killed(gate, tmp_path):
     corpus = gate
-    inputs = gated_inputs(tmp_path / "in", gsc_documents()[:40], 2)
+    inputs = gated_inputs(tmp_path / "in", corpus_documents()[:40], 2)
     process = start_cli(corpus, inputs, tmp_path / "out", "--workers", "2")
     try:
         holder = wait_for_gate(corpus, process)
@@ -234,7 +233,7 @@ def test_workers_exit_when_the_driver_is_killed(gate, tmp_path):
 
 @pytest.mark.slow
 def test_a_worker_killed_mid_shard_is_replaced_and_only_its_shard_redone(gate, tmp_path):
-    corpus, docs = gate, gsc_documents()
+    corpus, docs = gate, corpus_documents()
     inputs = gated_inputs(tmp_path / "in", docs, 6)
     out = tmp_path / "out"
     process = start_cli(corpus, inputs, out, "--workers", "2")
@@ -256,7 +255,7 @@ def test_a_worker_killed_mid_shard_is_replaced_and_only_its_shard_redone(gate, t
 
 
 def test_a_big_jsonl_file_is_split_into_sub_shards_that_read_the_same_documents(tmp_path):
-    docs = gsc_documents()[:60]
+    docs = corpus_documents()[:60]
     source = tmp_path / "in" / "big.jsonl"
     source.parent.mkdir()
     lines = [json.dumps(d if k % 3 else {"text": d["text"]}) for k, d in enumerate(docs)]  # some without an id
@@ -276,7 +275,7 @@ def test_a_huge_note_does_not_hold_up_the_small_shards(tmp_path):
     note of the issue); a 2.6 MB note against a 2 MiB split takes the same paths at a quarter
     of the time."""
     inputs = tmp_path / "in"
-    write_shards(inputs, gsc_documents(), 12)
+    write_shards(inputs, corpus_documents(), 12)
     huge = "Patient stable, no fever. Denies chest pain. " * 58_300  # 2.6 MB
     (inputs / "huge.jsonl").write_text(json.dumps({"id": "huge", "text": huge}) + "\n", encoding="utf-8")
     result = run_corpus(STRUCTURAL, [inputs], tmp_path / "out", workers=2, max_length=3_000_000, split_bytes=2 << 20)
@@ -298,7 +297,7 @@ def test_a_full_output_disk_is_a_clear_error_and_finished_shards_stay_intact(tmp
     ).returncode:
         pytest.skip("needs unshare (user and mount namespaces) for a small tmpfs")
     inputs = tmp_path / "in"
-    write_shards(inputs, gsc_documents(), 10)
+    write_shards(inputs, corpus_documents(), 10)
     out, kept = tmp_path / "out", tmp_path / "kept"
     out.mkdir()
     script = (
@@ -379,7 +378,7 @@ def test_ray_address_that_does_not_answer_fails_fast(tmp_path):
 
 def test_cli_corpus_mode_and_single_file_mode(corpus, tmp_path, capsys):
     inputs = tmp_path / "in"
-    write_shards(inputs, gsc_documents()[:6], 2)
+    write_shards(inputs, corpus_documents()[:6], 2)
     out = tmp_path / "out"
     assert cli_main(["chunk", str(inputs), "--config", str(STRUCTURAL), "--output", str(out), "--engine", "local"]) == 0
     assert "6 docs in 2 shards" in capsys.readouterr().err
@@ -404,7 +403,7 @@ def test_workers_with_medspacy_imported_and_an_assertion_pipeline(tmp_path):
     import medspacy  # noqa: F401  (the condition under test: medspaCy already imported here)
 
     inputs = tmp_path / "in"
-    write_shards(inputs, gsc_documents()[:24], 2)
+    write_shards(inputs, corpus_documents()[:24], 2)
     config = CONFIG_DIR / "assertion.cfg"
     single = tmp_path / "single"
     multi = tmp_path / "multi"

@@ -8,13 +8,13 @@ import time
 
 import pytest
 
-from conftest import ROOT, requires_shared_data
+from conftest import ROOT
 import corpus_helpers as helpers
 from corpus_helpers import GATE_DOC, POISON, build_corpus, read_errors, read_output, reference_records, write_shards
 from spacy_clinchunk.corpus import RayOptions, run_corpus
 
 ray = pytest.importorskip("ray")
-pytestmark = [requires_shared_data(), pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
