@@ -111,3 +111,68 @@ def test_example_note_exists_and_chunks():
     assert 600 <= len(text.split()) <= 1000
     doc = load_pipeline(CONFIG_DIR / "punct_conj_cleaned.cfg")(text)
     assert len(doc.spans["clin_chunks"]) > 50
+
+
+# -- scoring: nlp.evaluate on annotated documents, and the weights spacy train reads ----------
+SCORED = "Patient has seizures but no developmental delay. She denies fever, chills."
+# Patient | seizures | developmental delay | delay (inside it: one cluster) | fever, chills (cut by the comma)
+SCORED_ANNOTATIONS = [(0, 7), (12, 20), (28, 47), (42, 47), (60, 73)]
+
+
+def scored_pipeline(**config):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    for factory in ("clin_punct_splitter", "clin_conj_splitter", "clin_cleaner", "clin_focus"):
+        nlp.add_pipe(factory, config=config if factory != "clin_focus" else {})
+    return nlp
+
+
+def annotated_examples(nlp):
+    from spacy.training import Example
+
+    from spacy_clinchunk.groundtruth.annotations import read_annotated
+
+    record = {
+        "doc_id": "scored",
+        "full_text": SCORED,
+        "annotations": [
+            {"hpo_id": f"HP:{i}", "evidence_spans": [{"start_char": s, "end_char": e}]}
+            for i, (s, e) in enumerate(SCORED_ANNOTATIONS)
+        ],
+    }
+    reference = read_annotated(record, nlp, expansion_ratios=[0.5])
+    return [Example(nlp.make_doc(SCORED), reference)]
+
+
+def test_nlp_evaluate_scores_the_chunks_of_annotated_documents():
+    nlp = scored_pipeline()
+    assert chunk_texts(nlp(SCORED)) == ["Patient has seizures", "no developmental delay", "She denies fever", "chills"]
+    scores = nlp.evaluate(annotated_examples(nlp))
+    # 4 of 5 evidence spans inside one chunk ("fever, chills" is cut); 3 of the 4 chunks that
+    # touch an annotation touch one cluster ("Patient has seizures" touches two); the comma
+    # and space of "fever, chills" (2 of 47 annotated characters) lie in no chunk
+    assert scores["chunk_integrity"] == pytest.approx(4 / 5)
+    assert scores["chunk_isolation"] == pytest.approx(3 / 4)
+    assert scores["chunk_coverage"] == pytest.approx(45 / 47)
+    assert scores["chunks_per_doc"] == 4 and scores["chunk_docs"] == 1
+
+
+def test_each_component_scores_its_own_span_group():
+    from spacy.training import Example
+
+    nlp = scored_pipeline(spans_key="alt")
+    assert nlp.evaluate(annotated_examples(nlp))["chunk_integrity"] == pytest.approx(4 / 5)  # "alt" is scored
+    examples = [Example(nlp(eg.predicted), eg.reference) for eg in annotated_examples(nlp)]
+    cleaner = nlp.get_pipe("clin_cleaner")
+    assert cleaner.score(examples, spans_key="clin_chunks")["chunks_per_doc"] == 4  # its own key wins
+    assert nlp.get_pipe("clin_focus").score(examples) == {}  # focus spans overlap: no chunk scores
+
+
+def test_spacy_train_weighs_the_chunk_scores():
+    nlp = scored_pipeline()
+    weights = nlp.config["training"]["score_weights"]
+    assert weights["chunk_integrity"] == weights["chunk_isolation"] == 2 * weights["chunk_coverage"] > 0
+    assert weights["chunk_iou"] is None and weights["words_per_chunk"] is None
+    combined = spacy.util.combine_score_weights([nlp.get_pipe_meta(n).default_score_weights for n in nlp.pipe_names[1:]])
+    assert combined["chunk_integrity"] == 0.4 and combined["chunk_coverage"] == 0.2
+    assert nlp.config["components"]["clin_cleaner"]["scorer"]["@scorers"] == "spacy_clinchunk.ChunkScorer.v1"

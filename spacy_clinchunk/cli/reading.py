@@ -2,7 +2,7 @@
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 from . import CLIError
 
@@ -61,6 +61,3 @@ def report_notes(origin: str, notes: List[str], progress: Any = None) -> None:
     for note in notes:
         say(f"note: {origin}: {note}", progress)
 
-
-def outcome_summary(counts: Dict[str, int], order: List[str]) -> str:
-    return ", ".join(f"{counts.get(name, 0)} {name}" for name in order)

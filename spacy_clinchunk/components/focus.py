@@ -30,7 +30,7 @@ keep the chunk's assertion: it is decided on the full clause, so run this compon
 """
 
 import re
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -39,7 +39,7 @@ from .. import attrs
 from .base import ChunkRefiner
 from .coordination import CoordinationRules
 from ..resources_io import Override, ResourceError
-from .settings import check_settings
+from .settings import NonNegativeInt, PositiveInt, SettingError
 from ..spans import Range, TokenIndex, doc_text
 
 FACTORY = "clin_focus"
@@ -89,17 +89,18 @@ def make_focus(
     spans_key: str,
     focus_key: str,
     language: Optional[str],
-    min_focus_chars: int,
+    min_focus_chars: PositiveInt,
     trim_negation: bool,
     distributive: bool,
-    max_conjuncts: int,
-    min_conjunct_words: int,
+    max_conjuncts: NonNegativeInt,
+    min_conjunct_words: PositiveInt,
     head_extras: bool,
-    segment_min_words: int,
+    segment_min_words: NonNegativeInt,
     trim_counts: bool,
     overrides: Dict[str, Override],
 ) -> "ClinFocus":
-    check_settings(FACTORY, name, locals())
+    if spans_key == focus_key:
+        raise SettingError(f"{name}: spans_key and focus_key must differ (both '{spans_key}')")
     return ClinFocus(
         nlp,
         name,
@@ -149,33 +150,30 @@ class ClinFocus(ChunkRefiner):
     def __init__(
         self,
         nlp: Language,
-        name: str = FACTORY,
+        name: str,
         *,
-        spans_key: str = attrs.CHUNKS_KEY,
-        focus_key: str = attrs.FOCUS_KEY,
-        language: Optional[str] = None,
-        min_focus_chars: int = 2,
-        trim_negation: bool = True,
-        distributive: bool = True,
-        max_conjuncts: int = 8,
-        min_conjunct_words: int = 1,
-        head_extras: bool = True,
-        segment_min_words: int = 5,
-        trim_counts: bool = True,
-        overrides: Optional[Mapping[str, Override]] = None,
+        focus_key: str,
+        min_focus_chars: int,
+        trim_negation: bool,
+        distributive: bool,
+        max_conjuncts: int,
+        min_conjunct_words: int,
+        head_extras: bool,
+        segment_min_words: int,
+        trim_counts: bool,
+        **kwargs,
     ) -> None:
-        if spans_key == focus_key:
-            raise ValueError(f"{name}: spans_key and focus_key must differ (both '{spans_key}')")
         self.focus_key = focus_key
-        self.min_focus_chars = max(1, int(min_focus_chars))
-        self.trim_negation = bool(trim_negation)
-        self.distributive = bool(distributive)
-        self.max_conjuncts = max(0, int(max_conjuncts))
-        self.min_conjunct_words = max(1, int(min_conjunct_words))
-        self.head_extras = bool(head_extras)
-        self.segment_min_words = max(0, int(segment_min_words))
-        self.trim_counts = bool(trim_counts)
-        super().__init__(nlp, name, spans_key=spans_key, language=language, overrides=overrides)
+        self.min_focus_chars = min_focus_chars
+        self.trim_negation = trim_negation
+        self.distributive = distributive
+        self.max_conjuncts = max_conjuncts
+        self.min_conjunct_words = min_conjunct_words
+        self.head_extras = head_extras
+        self.segment_min_words = segment_min_words
+        self.trim_counts = trim_counts
+        # no scorer: focus spans overlap (extras beside their piece); they are not a chunking
+        super().__init__(nlp, name, scorer=None, **kwargs)
 
     # -- rules --------------------------------------------------------------
     def setup(self) -> None:
