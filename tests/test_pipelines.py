@@ -176,3 +176,40 @@ def test_spacy_train_weighs_the_chunk_scores():
     combined = spacy.util.combine_score_weights([nlp.get_pipe_meta(n).default_score_weights for n in nlp.pipe_names[1:]])
     assert combined["chunk_integrity"] == 0.4 and combined["chunk_coverage"] == 0.2
     assert nlp.config["components"]["clin_cleaner"]["scorer"]["@scorers"] == "spacy_clinchunk.ChunkScorer.v1"
+
+
+# -- the one resolver: any source, and the groups read from the loaded pipeline ---------------
+def test_resolver_reads_the_groups_from_the_loaded_pipeline(tmp_path):
+    from spacy_clinchunk.pipeline import resolve_pipeline, strategy_config
+
+    retrieval = resolve_pipeline("retrieval")
+    assert retrieval.path == strategy_config("retrieval")
+    assert retrieval.spans_keys == ("clin_chunks", "clin_focus") and retrieval.chunks_key == "clin_chunks"
+    rag = resolve_pipeline(CONFIG_DIR / "contextual_rag.cfg")  # loading contacts no model
+    assert rag.spans_keys == ("clin_rag_chunks",) and rag.chunks_key == "clin_rag_chunks"
+    nlp = spacy.blank("en")
+    nlp.add_pipe("clin_punct_splitter", config={"spans_key": "mine"})
+    nlp.meta["clinchunk"] = {"spans_key": "declared"}  # as a trained pipeline declares its group
+    nlp.to_disk(tmp_path / "saved")
+    saved = resolve_pipeline(tmp_path / "saved")
+    assert saved.path == tmp_path / "saved" and saved.spans_keys == ("mine", "declared") and saved.chunks_key == "declared"
+    given = resolve_pipeline(nlp)
+    assert given.nlp is nlp and given.path is None and given.chunks_key == "declared"
+    overridden = resolve_pipeline("simple", {"components.clin_cleaner.spans_key": "other"})
+    assert overridden.chunks_key == "other"  # the setting as loaded, not as written in the file
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("retrievl", "unknown strategy 'retrievl'; known: assertion, "),
+        ("no/such.cfg", "config or pipeline not found: no/such.cfg"),
+        ("nothing.cfg", "config or pipeline not found: nothing.cfg"),
+    ],
+)
+def test_resolver_errors_are_one_line(source, message):
+    from spacy_clinchunk.pipeline import PipelineError, resolve_pipeline
+
+    with pytest.raises(PipelineError) as info:
+        resolve_pipeline(source)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
