@@ -33,6 +33,17 @@ CHUNK_SCORE_WEIGHTS: Dict[str, Optional[float]] = {
 WordLists = Dict[str, Union[List[str], str]]  # list name -> inline list or path to a JSON list
 
 
+def refiner_factory(name: str, *, scored: bool = True, assigns: Sequence[str] = ("doc.spans",), **defaults: Any):
+    """``Language.factory`` of a refiner: ``defaults`` (its own settings) and the settings every
+    refiner has (``spans_key``, ``language``, ``overrides`` and, when ``scored``, ``scorer``),
+    which its factory takes last. This is the one place their defaults live."""
+    config: Dict[str, Any] = {**defaults, "spans_key": attrs.CHUNKS_KEY, "language": None, "overrides": {}}
+    if scored:
+        config["scorer"] = dict(CHUNK_SCORER)
+    weights = dict(CHUNK_SCORE_WEIGHTS) if scored else {}
+    return Language.factory(name, default_config=config, assigns=list(assigns), default_score_weights=weights)
+
+
 class ChunkRefiner(Pipe):
     """Base for components that read the chunk group, refine each chunk, write it back.
 

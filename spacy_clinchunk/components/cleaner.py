@@ -10,8 +10,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from spacy.language import Language
 
-from .. import attrs
-from .base import CHUNK_SCORE_WEIGHTS, CHUNK_SCORER, ChunkRefiner
+from .base import ChunkRefiner, refiner_factory
 from ..resources_io import Override
 from ..spans import Range, _LIST_MARKER, normalize_word, strip_range
 from .settings import NonNegativeInt
@@ -21,40 +20,24 @@ _WORD = re.compile(r"\S+")
 _ALNUM = re.compile(r"[^\W_]")
 
 
-@Language.factory(
+@refiner_factory(
     FACTORY,
-    default_config={
-        "spans_key": attrs.CHUNKS_KEY,
-        "language": None,
-        "max_cleanup_passes": 3,
-        "min_cleaned_chunk_length_chars": 1,
-        "filter_short_low_value_chunks_max_words": 2,
-        "strip_list_markers": True,
-        "overrides": {},
-        "scorer": dict(CHUNK_SCORER),
-    },
-    assigns=["doc.spans"],
-    default_score_weights=dict(CHUNK_SCORE_WEIGHTS),
+    max_cleanup_passes=3,
+    min_cleaned_chunk_length_chars=1,
+    filter_short_low_value_chunks_max_words=2,
+    strip_list_markers=True,
 )
 def make_cleaner(
     nlp: Language,
     name: str,
-    spans_key: str,
-    language: Optional[str],
     max_cleanup_passes: NonNegativeInt,
     min_cleaned_chunk_length_chars: NonNegativeInt,
     filter_short_low_value_chunks_max_words: NonNegativeInt,
     strip_list_markers: bool,
-    overrides: Dict[str, Override],
-    scorer: Optional[Callable],
+    spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
     return ChunkCleaner(
-        nlp,
-        name,
-        spans_key=spans_key,
-        language=language,
-        overrides=overrides,
-        scorer=scorer,
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
         max_cleanup_passes=max_cleanup_passes,
         min_cleaned_chunk_length_chars=min_cleaned_chunk_length_chars,
         filter_short_low_value_chunks_max_words=filter_short_low_value_chunks_max_words,

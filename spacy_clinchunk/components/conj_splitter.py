@@ -13,8 +13,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 
-from .. import attrs
-from .base import CHUNK_SCORE_WEIGHTS, CHUNK_SCORER, ChunkRefiner
+from .base import ChunkRefiner, refiner_factory
 from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from ..resources_io import Override
 from ..spans import Range, strip_range
@@ -24,38 +23,17 @@ FACTORY = "clin_conj_splitter"
 _WORD = re.compile(r"\S+")
 
 
-@Language.factory(
-    FACTORY,
-    default_config={
-        "spans_key": attrs.CHUNKS_KEY,
-        "language": None,
-        "min_words_before": 2,
-        "min_words_after": 1,
-        "keep_coordinated": False,
-        "overrides": {},
-        "scorer": dict(CHUNK_SCORER),
-    },
-    assigns=["doc.spans"],
-    default_score_weights=dict(CHUNK_SCORE_WEIGHTS),
-)
+@refiner_factory(FACTORY, min_words_before=2, min_words_after=1, keep_coordinated=False)
 def make_conj_splitter(
     nlp: Language,
     name: str,
-    spans_key: str,
-    language: Optional[str],
     min_words_before: PositiveInt,
     min_words_after: PositiveInt,
     keep_coordinated: bool,
-    overrides: Dict[str, Override],
-    scorer: Optional[Callable],
+    spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
     return ConjSplitter(
-        nlp,
-        name,
-        spans_key=spans_key,
-        language=language,
-        overrides=overrides,
-        scorer=scorer,
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
         min_words_before=min_words_before,
         min_words_after=min_words_after,
         keep_coordinated=keep_coordinated,

@@ -36,7 +36,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .. import attrs
-from .base import ChunkRefiner
+from .base import ChunkRefiner, refiner_factory
 from .coordination import CoordinationRules
 from ..resources_io import Override, ResourceError
 from .settings import NonNegativeInt, PositiveInt, SettingError
@@ -65,30 +65,24 @@ _WORD_CHAR = re.compile(r"[\w-]")
 _TRAIL_WINDOW = 160  # characters searched for trailing framing (keeps trimming linear)
 
 
-@Language.factory(
+@refiner_factory(
     FACTORY,
-    default_config={
-        "spans_key": attrs.CHUNKS_KEY,
-        "focus_key": attrs.FOCUS_KEY,
-        "language": None,
-        "min_focus_chars": 2,
-        "trim_negation": True,
-        "distributive": True,
-        "max_conjuncts": 8,
-        "min_conjunct_words": 1,
-        "head_extras": True,
-        "segment_min_words": 5,
-        "trim_counts": True,
-        "overrides": {},
-    },
-    assigns=["doc.spans", "span._.clin_focus_of", "span._.clin_focus_ids"],
+    scored=False,  # focus spans overlap (a piece beside its head and conjuncts): no chunking to score
+    assigns=("doc.spans", "span._.clin_focus_of", "span._.clin_focus_ids"),
+    focus_key=attrs.FOCUS_KEY,
+    min_focus_chars=2,
+    trim_negation=True,
+    distributive=True,
+    max_conjuncts=8,
+    min_conjunct_words=1,
+    head_extras=True,
+    segment_min_words=5,
+    trim_counts=True,
 )
 def make_focus(
     nlp: Language,
     name: str,
-    spans_key: str,
     focus_key: str,
-    language: Optional[str],
     min_focus_chars: PositiveInt,
     trim_negation: bool,
     distributive: bool,
@@ -97,16 +91,13 @@ def make_focus(
     head_extras: bool,
     segment_min_words: NonNegativeInt,
     trim_counts: bool,
-    overrides: Dict[str, Override],
+    spans_key: str, language: Optional[str], overrides: Dict[str, Override],  # every refiner's
 ) -> "ClinFocus":
     if spans_key == focus_key:
         raise SettingError(f"{name}: spans_key and focus_key must differ (both '{spans_key}')")
     return ClinFocus(
-        nlp,
-        name,
-        spans_key=spans_key,
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides,
         focus_key=focus_key,
-        language=language,
         min_focus_chars=min_focus_chars,
         trim_negation=trim_negation,
         distributive=distributive,
@@ -115,7 +106,6 @@ def make_focus(
         head_extras=head_extras,
         segment_min_words=segment_min_words,
         trim_counts=trim_counts,
-        overrides=overrides,
     )
 
 

@@ -13,8 +13,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 
 from spacy.language import Language
 
-from .. import attrs
-from .base import CHUNK_SCORE_WEIGHTS, CHUNK_SCORER, ChunkRefiner
+from .base import ChunkRefiner, refiner_factory
 from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from ..resources_io import Override
 from ..spans import Range, strip_range
@@ -26,34 +25,15 @@ _ENUMERATOR = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)]$")
 _ORDINAL = re.compile(r"^\d{1,4}\.$")
 
 
-@Language.factory(
-    FACTORY,
-    default_config={
-        "spans_key": attrs.CHUNKS_KEY,
-        "language": None,
-        "keep_coordinated": False,
-        "overrides": {},
-        "scorer": dict(CHUNK_SCORER),
-    },
-    assigns=["doc.spans"],
-    default_score_weights=dict(CHUNK_SCORE_WEIGHTS),
-)
+@refiner_factory(FACTORY, keep_coordinated=False)
 def make_punct_splitter(
     nlp: Language,
     name: str,
-    spans_key: str,
-    language: Optional[str],
     keep_coordinated: bool,
-    overrides: Dict[str, Override],
-    scorer: Optional[Callable],
+    spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
     return PunctSplitter(
-        nlp,
-        name,
-        spans_key=spans_key,
-        language=language,
-        overrides=overrides,
-        scorer=scorer,
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
         keep_coordinated=keep_coordinated,
     )
 

@@ -24,8 +24,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.util import ensure_path, minibatch
 
-from .. import attrs
-from .base import CHUNK_SCORE_WEIGHTS, CHUNK_SCORER, ChunkRefiner, WordLists, require_extra
+from .base import ChunkRefiner, WordLists, refiner_factory, require_extra
 from ..embed.embedders import DEFAULT_MODEL, Embedder
 from ..resources_io import Override
 from ..spans import Range, current_ranges, normalize_word, write_group
@@ -49,33 +48,23 @@ Words = List[Tuple[int, int]]  # char ranges of the words of one chunk
 Segment = Tuple[int, int]  # [first word, end word) of one piece
 
 
-@Language.factory(
+@refiner_factory(
     FACTORY,
-    default_config={
-        "spans_key": attrs.CHUNKS_KEY,
-        "language": None,
-        "embedder": DEFAULT_EMBEDDER,
-        "mode": "exact",
-        "window_size": 7,
-        "step_size": 1,
-        "threshold": 0.5,
-        "min_segment_words": 3,
-        "split_at": "drop",
-        "negation_merge": True,
-        "negation_merge_max_words": 12,
-        "batch_size": 256,
-        "save_model": False,
-        "overrides": {},
-        "scorer": dict(CHUNK_SCORER),
-    },
-    assigns=["doc.spans"],
-    default_score_weights=dict(CHUNK_SCORE_WEIGHTS),
+    embedder=DEFAULT_EMBEDDER,
+    mode="exact",
+    window_size=7,
+    step_size=1,
+    threshold=0.5,
+    min_segment_words=3,
+    split_at="drop",
+    negation_merge=True,
+    negation_merge_max_words=12,
+    batch_size=256,
+    save_model=False,
 )
 def make_semantic_window(
     nlp: Language,
     name: str,
-    spans_key: str,
-    language: Optional[str],
     embedder: Embedder,
     mode: Literal["exact", "pooled"],
     window_size: PositiveInt,
@@ -87,8 +76,7 @@ def make_semantic_window(
     negation_merge_max_words: NonNegativeInt,
     batch_size: PositiveInt,
     save_model: bool,
-    overrides: Dict[str, Override],
-    scorer: Optional[Callable],
+    spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
     if step_size > window_size:
         raise SettingError(f"{name}: step_size ({step_size}) must not exceed window_size ({window_size})")
@@ -96,12 +84,7 @@ def make_semantic_window(
         raise SettingError(f'{name}: the embedder {embedder.name} gives token vectors only; set mode = "pooled"')
     require_extra(nlp, "embed")
     return SemanticWindow(
-        nlp,
-        name,
-        spans_key=spans_key,
-        language=language,
-        overrides=overrides,
-        scorer=scorer,
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
         embedder=embedder,
         mode=mode,
         window_size=window_size,
