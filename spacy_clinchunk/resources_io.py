@@ -10,7 +10,7 @@ import json
 from functools import lru_cache
 from importlib import resources as importlib_resources
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, List, Optional, Union
 
 from spacy.util import registry
 
@@ -94,26 +94,6 @@ def resolve_override(value: Override, name: str) -> List[str]:
             raise ResourceError(str(err)) from err
         return _validate_word_list(data, str(value))
     raise ResourceError(f"override '{name}': expected a list of strings or a JSON path")
-
-
-def build_resources(
-    lang: str, names: Iterable[str], overrides: Optional[Mapping[str, Override]] = None
-) -> Dict[str, List[str]]:
-    """Effective word lists for a component: shipped defaults with overrides applied."""
-    overrides = dict(overrides or {})
-    names = list(names)
-    unknown = sorted(set(overrides) - set(names))
-    if unknown:
-        raise ResourceError(
-            f"unknown resource override(s) {unknown}; known: {sorted(names)}"
-        )
-    result: Dict[str, List[str]] = {}
-    for name in names:
-        if name in overrides:
-            result[name] = resolve_override(overrides[name], name)
-        else:
-            result[name] = load_word_list(lang, name)
-    return result
 
 
 @registry.misc("spacy_clinchunk.ResourceList.v1")

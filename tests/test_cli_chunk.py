@@ -209,3 +209,47 @@ def test_in_a_subprocess_a_corpus_run_shows_a_progress_bar_on_a_terminal_and_one
     assert all(line.lstrip().startswith(("corpus:", "5 docs in 5 shards")) for line in lines), text  # no log noise
     tty_out = sorted((tmp_path / "tty").glob("*.jsonl"))
     assert [p.read_bytes() for p in tty_out] == [(tmp_path / "piped" / p.name).read_bytes() for p in tty_out]
+
+
+# -- config overrides: our own small parser (spaCy's is private) ----------------------------
+def test_override_parser_reads_both_forms_and_json_values():
+    from spacy_clinchunk.cli.source import parse_overrides
+
+    given = ["--a.b", "1", "--c.d=true", "--e.f", "--g.h", "text", '--i.j=["x"]', "--k.l", "-1", "--m.n=a=b", "--o.p", "null"]
+    assert parse_overrides(given) == {
+        "a.b": 1, "c.d": True, "e.f": True, "g.h": "text", "i.j": ["x"], "k.l": -1, "m.n": "a=b", "o.p": None
+    }
+    assert parse_overrides([]) == {}
+
+
+@pytest.mark.parametrize("given, message", [(["--nodot", "1"], "'--nodot'"), (["stray"], "'stray'"), (["--a."], "'--a.'")])
+def test_override_parser_refuses_what_is_no_override(given, message):
+    from spacy_clinchunk.cli import CLIError
+    from spacy_clinchunk.cli.source import parse_overrides
+
+    with pytest.raises(CLIError, match=message):
+        parse_overrides(given)
+
+
+def test_unknown_strategy_and_option_are_one_line():
+    result = cli("-", "--strategy", "retrievl", stdin="fever")
+    assert result.returncode == 2 and result.stderr.startswith("error: unknown strategy 'retrievl'; known: ")
+    assert result.stderr.count("\n") == 1 and "retrieval" in result.stderr
+    result = cli("-", "--config", CONFIG, "--nosuchflag", stdin="fever")
+    assert result.returncode == 2 and "'--nosuchflag'" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_the_printed_group_is_the_one_the_loaded_pipeline_writes(tmp_path):
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("clin_conj_splitter", config={"spans_key": "alt"})
+    nlp.config.to_disk(tmp_path / "alt.cfg")
+    result = cli("-", "--config", tmp_path / "alt.cfg", "--format", "jsonl", stdin="high fever but no rash")
+    assert result.returncode == 0, result.stderr
+    assert [c["text"] for c in records(result.stdout)[0]["chunks"]] == ["high fever", "but no rash"]
+    overridden = cli(
+        "-", "--config", CONFIG, "--format", "jsonl", "--components.clin_cleaner.spans_key", "alt", stdin="the fever"
+    )  # the cleaner alone now writes "alt": the last group a component writes holds the chunks
+    assert overridden.returncode == 0, overridden.stderr
+    assert [c["text"] for c in records(overridden.stdout)[0]["chunks"]] == ["fever"]

@@ -161,39 +161,110 @@ def test_pipelines_saved_by_version_1_still_load(tmp_path):
     assert assertion.rules == nlp.get_pipe("clin_context_assertion").rules
 
 
-# -- bad settings: one line naming the setting and what it allows ---------------------------
+# -- bad settings: one line naming the component, the setting and what it allows -----------
+# (factory, setting, bad value, part of the one line); the types and ranges are the factory's
+NOT_INT, TOO_LOW_0, TOO_LOW_1 = "not a valid integer", "greater than or equal to 0", "greater than or equal to 1"
+NOT_BOOL = "could not be parsed to a boolean"
 BAD = [
-    ("clin_cleaner", "max_cleanup_passes", -1, "max_cleanup_passes must be an integer >= 0, got -1"),
-    ("clin_cleaner", "max_cleanup_passes", "abc", "max_cleanup_passes must be an integer >= 0, got 'abc'"),
-    ("clin_conj_splitter", "min_words_before", -5, "min_words_before must be an integer >= 1, got -5"),
-    ("clin_cleaner", "strip_list_markers", "maybe", "strip_list_markers must be true or false"),
+    ("clin_punct_splitter", "keep_coordinated", "maybe", NOT_BOOL),
+    ("clin_conj_splitter", "min_words_before", 0, TOO_LOW_1),
+    ("clin_conj_splitter", "min_words_before", 1.5, NOT_INT),
+    ("clin_conj_splitter", "min_words_after", -5, TOO_LOW_1),
+    ("clin_conj_splitter", "keep_coordinated", "maybe", NOT_BOOL),
+    ("clin_cleaner", "max_cleanup_passes", -1, TOO_LOW_0),
+    ("clin_cleaner", "max_cleanup_passes", "abc", NOT_INT),
+    ("clin_cleaner", "max_cleanup_passes", True, NOT_INT),  # integers are strict: no bools
+    ("clin_cleaner", "min_cleaned_chunk_length_chars", -1, TOO_LOW_0),
+    ("clin_cleaner", "filter_short_low_value_chunks_max_words", -2, TOO_LOW_0),
+    ("clin_cleaner", "strip_list_markers", "maybe", NOT_BOOL),
+    ("clin_semantic_window", "mode", "fast", "permitted: 'exact', 'pooled'"),
+    ("clin_semantic_window", "window_size", 0, TOO_LOW_1),
+    ("clin_semantic_window", "step_size", 0, TOO_LOW_1),
+    ("clin_semantic_window", "threshold", 3, "less than or equal to 1"),
+    ("clin_semantic_window", "threshold", -1.5, "greater than or equal to -1"),
+    ("clin_semantic_window", "threshold", "abc", "not a valid float"),
+    ("clin_semantic_window", "min_segment_words", -1, TOO_LOW_0),
+    ("clin_semantic_window", "split_at", "max", "permitted: 'drop', 'minimum'"),
+    ("clin_semantic_window", "negation_merge", "maybe", NOT_BOOL),
+    ("clin_semantic_window", "negation_merge_max_words", -1, TOO_LOW_0),
+    ("clin_semantic_window", "batch_size", 0, TOO_LOW_1),
+    ("clin_semantic_window", "save_model", "maybe", NOT_BOOL),
+    ("clin_focus", "min_focus_chars", 0, TOO_LOW_1),
+    ("clin_focus", "max_conjuncts", -1, TOO_LOW_0),
+    ("clin_focus", "min_conjunct_words", 0, TOO_LOW_1),
+    ("clin_focus", "segment_min_words", -1, TOO_LOW_0),
+    ("clin_focus", "trim_counts", "maybe", NOT_BOOL),
 ]
+# settings that contradict each other: one line from the factory
+CONTRADICTIONS = [
+    ("clin_semantic_window", {"window_size": 3, "step_size": 4}, "step_size (4) must not exceed window_size (3)"),
+    (
+        "clin_semantic_window",
+        {"embedder": {"@misc": "spacy_clinchunk.TransformerListener.v1"}, "mode": "exact"},
+        'gives token vectors only; set mode = "pooled"',
+    ),
+    ("clin_focus", {"focus_key": "clin_chunks"}, "spans_key and focus_key must differ"),
+]
+NEEDS = {"clin_semantic_window": {"embedder": TOPIC}}  # no model download for a settings test
+
+
+def config_of(tmp_path, factory):
+    nlp = spacy.blank("en")
+    nlp.add_pipe(factory, config=NEEDS.get(factory, {}))
+    path = tmp_path / f"{factory}.cfg"
+    nlp.config.to_disk(path)
+    return path
 
 
 @pytest.mark.matrix
-@pytest.mark.parametrize("component, setting, value, message", BAD)
-def test_bad_setting_fails_at_load_with_one_line(tmp_path, component, setting, value, message):
+@pytest.mark.parametrize("factory, setting, value, message", BAD)
+def test_bad_setting_fails_at_load_with_one_line(tmp_path, factory, setting, value, message):
     from spacy_clinchunk.pipeline import PipelineError
 
-    override = {f"components.{component}.{setting}": value}
-    with pytest.raises(PipelineError) as from_config:
-        load_pipeline("punct_conj_cleaned", override)
-    saved_nlp = load_pipeline("punct_conj_cleaned")
-    saved_nlp.to_disk(tmp_path / "p")
-    with pytest.raises(PipelineError) as from_saved:
-        load_pipeline(tmp_path / "p", override)
-    for info in (from_config, from_saved):
-        assert message in str(info.value) and "\n" not in str(info.value)
-        assert str(info.value).startswith(f"{component}: ")
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(config_of(tmp_path, factory), {f"components.{factory}.{setting}": value})
+    line = str(info.value)
+    assert line.startswith(f"{factory}: {setting}: ") and message in line and "\n" not in line, line
 
 
-@pytest.mark.parametrize("value, message", [("abc", "got 'abc'"), (3, "got 3")])
-def test_bad_threshold_is_one_line(value, message):
+@pytest.mark.matrix
+@pytest.mark.parametrize("factory, settings, message", CONTRADICTIONS)
+def test_contradicting_settings_are_one_line(tmp_path, factory, settings, message):
     from spacy_clinchunk.pipeline import PipelineError
 
-    with pytest.raises(PipelineError, match="threshold must be a number from -1 to 1") as info:
-        load_pipeline("sliding_window", {"components.clin_semantic_window.threshold": value})
-    assert message in str(info.value) and "\n" not in str(info.value)
+    path = config_of(tmp_path, factory)
+    config = spacy.util.load_config(path, interpolate=False)
+    config["components"][factory].update(settings)
+    config.to_disk(path)
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(path)
+    assert str(info.value).startswith(f"{factory}: ") and message in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.matrix
+def test_bad_setting_of_a_saved_pipeline_is_one_line(tmp_path):
+    from spacy_clinchunk.pipeline import PipelineError
+
+    load_pipeline("punct_conj_cleaned").to_disk(tmp_path / "p")
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(tmp_path / "p", {"components.clin_cleaner.max_cleanup_passes": -1})
+    assert str(info.value) == "clin_cleaner: max_cleanup_passes: ensure this value is greater than or equal to 0, got -1"
+
+
+def test_pipe_classes_have_no_setting_defaults():
+    """Defaults live in default_config only: every setting of a Pipe class is required."""
+    import inspect
+
+    from spacy_clinchunk.components import base, cleaner, conj_splitter, focus, punct_splitter, semantic_window
+
+    classes = [
+        base.ChunkRefiner, punct_splitter.PunctSplitter, conj_splitter.ConjSplitter, cleaner.ChunkCleaner,
+        semantic_window.SemanticWindow, focus.ClinFocus,
+    ]
+    for cls in classes:
+        params = inspect.signature(cls.__init__).parameters.values()
+        with_default = [p.name for p in params if p.default is not inspect.Parameter.empty]
+        assert with_default == [], (cls.__name__, with_default)
 
 
 def test_cli_prints_one_line_for_a_bad_setting(tmp_path, capsys):
@@ -203,7 +274,8 @@ def test_cli_prints_one_line_for_a_bad_setting(tmp_path, capsys):
     note.write_text("fever and cough", encoding="utf-8")
     code = main(["chunk", str(note), "--strategy", "punct_conj_cleaned", "--components.clin_cleaner.max_cleanup_passes=-1"])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and err == "error: clin_cleaner: max_cleanup_passes must be an integer >= 0, got -1"
+    assert code == 2
+    assert err == "error: clin_cleaner: max_cleanup_passes: ensure this value is greater than or equal to 0, got -1"
 
 
 @pytest.mark.matrix

@@ -265,3 +265,21 @@ def test_find_python_finds_this_interpreter_family():
     assert out.returncode == 0 and out.stdout.strip()
     missing = subprocess.run([str(ROOT / "scripts" / "find-python"), "python2.1"], capture_output=True, text=True, timeout=60)
     assert missing.returncode == 1 and not missing.stdout.strip()
+
+
+def test_only_the_cli_sets_other_libraries_log_levels():
+    """Library code leaves log levels to the application: setLevel and Ray's logging_level
+    appear in our CLI (through logs.quiet_third_party_logging) and nowhere else."""
+    import re
+
+    package = ROOT / "spacy_clinchunk"
+    allowed = {package / "logs.py", *(package / "cli").glob("*.py")}
+    pattern = re.compile(r"\.setLevel\(|logging_level\s*=\s*logging\.|[\"']logging_level[\"']\s*:\s*logging\.")
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted(package.rglob("*.py"))
+        if path not in allowed
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert offenders == []

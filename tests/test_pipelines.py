@@ -111,3 +111,105 @@ def test_example_note_exists_and_chunks():
     assert 600 <= len(text.split()) <= 1000
     doc = load_pipeline(CONFIG_DIR / "punct_conj_cleaned.cfg")(text)
     assert len(doc.spans["clin_chunks"]) > 50
+
+
+# -- scoring: nlp.evaluate on annotated documents, and the weights spacy train reads ----------
+SCORED = "Patient has seizures but no developmental delay. She denies fever, chills."
+# Patient | seizures | developmental delay | delay (inside it: one cluster) | fever, chills (cut by the comma)
+SCORED_ANNOTATIONS = [(0, 7), (12, 20), (28, 47), (42, 47), (60, 73)]
+
+
+def scored_pipeline(**config):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    for factory in ("clin_punct_splitter", "clin_conj_splitter", "clin_cleaner", "clin_focus"):
+        nlp.add_pipe(factory, config=config if factory != "clin_focus" else {})
+    return nlp
+
+
+def annotated_examples(nlp):
+    from spacy.training import Example
+
+    from spacy_clinchunk.groundtruth.annotations import read_annotated
+
+    record = {
+        "doc_id": "scored",
+        "full_text": SCORED,
+        "annotations": [
+            {"hpo_id": f"HP:{i}", "evidence_spans": [{"start_char": s, "end_char": e}]}
+            for i, (s, e) in enumerate(SCORED_ANNOTATIONS)
+        ],
+    }
+    reference = read_annotated(record, nlp, expansion_ratios=[0.5])
+    return [Example(nlp.make_doc(SCORED), reference)]
+
+
+def test_nlp_evaluate_scores_the_chunks_of_annotated_documents():
+    nlp = scored_pipeline()
+    assert chunk_texts(nlp(SCORED)) == ["Patient has seizures", "no developmental delay", "She denies fever", "chills"]
+    scores = nlp.evaluate(annotated_examples(nlp))
+    # 4 of 5 evidence spans inside one chunk ("fever, chills" is cut); 3 of the 4 chunks that
+    # touch an annotation touch one cluster ("Patient has seizures" touches two); the comma
+    # and space of "fever, chills" (2 of 47 annotated characters) lie in no chunk
+    assert scores["chunk_integrity"] == pytest.approx(4 / 5)
+    assert scores["chunk_isolation"] == pytest.approx(3 / 4)
+    assert scores["chunk_coverage"] == pytest.approx(45 / 47)
+    assert scores["chunks_per_doc"] == 4 and scores["chunk_docs"] == 1
+
+
+def test_each_component_scores_its_own_span_group():
+    from spacy.training import Example
+
+    nlp = scored_pipeline(spans_key="alt")
+    assert nlp.evaluate(annotated_examples(nlp))["chunk_integrity"] == pytest.approx(4 / 5)  # "alt" is scored
+    examples = [Example(nlp(eg.predicted), eg.reference) for eg in annotated_examples(nlp)]
+    cleaner = nlp.get_pipe("clin_cleaner")
+    assert cleaner.score(examples, spans_key="clin_chunks")["chunks_per_doc"] == 4  # its own key wins
+    assert nlp.get_pipe("clin_focus").score(examples) == {}  # focus spans overlap: no chunk scores
+
+
+def test_spacy_train_weighs_the_chunk_scores():
+    nlp = scored_pipeline()
+    weights = nlp.config["training"]["score_weights"]
+    assert weights["chunk_integrity"] == weights["chunk_isolation"] == 2 * weights["chunk_coverage"] > 0
+    assert weights["chunk_iou"] is None and weights["words_per_chunk"] is None
+    combined = spacy.util.combine_score_weights([nlp.get_pipe_meta(n).default_score_weights for n in nlp.pipe_names[1:]])
+    assert combined["chunk_integrity"] == 0.4 and combined["chunk_coverage"] == 0.2
+    assert nlp.config["components"]["clin_cleaner"]["scorer"]["@scorers"] == "spacy_clinchunk.ChunkScorer.v1"
+
+
+# -- the one resolver: any source, and the groups read from the loaded pipeline ---------------
+def test_resolver_reads_the_groups_from_the_loaded_pipeline(tmp_path):
+    from spacy_clinchunk.pipeline import resolve_pipeline, strategy_config
+
+    retrieval = resolve_pipeline("retrieval")
+    assert retrieval.path == strategy_config("retrieval")
+    assert retrieval.spans_keys == ("clin_chunks", "clin_focus") and retrieval.chunks_key == "clin_chunks"
+    rag = resolve_pipeline(CONFIG_DIR / "contextual_rag.cfg")  # loading contacts no model
+    assert rag.spans_keys == ("clin_rag_chunks",) and rag.chunks_key == "clin_rag_chunks"
+    nlp = spacy.blank("en")
+    nlp.add_pipe("clin_punct_splitter", config={"spans_key": "mine"})
+    nlp.meta["clinchunk"] = {"spans_key": "declared"}  # as a trained pipeline declares its group
+    nlp.to_disk(tmp_path / "saved")
+    saved = resolve_pipeline(tmp_path / "saved")
+    assert saved.path == tmp_path / "saved" and saved.spans_keys == ("mine", "declared") and saved.chunks_key == "declared"
+    given = resolve_pipeline(nlp)
+    assert given.nlp is nlp and given.path is None and given.chunks_key == "declared"
+    overridden = resolve_pipeline("simple", {"components.clin_cleaner.spans_key": "other"})
+    assert overridden.chunks_key == "other"  # the setting as loaded, not as written in the file
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("retrievl", "unknown strategy 'retrievl'; known: assertion, "),
+        ("no/such.cfg", "config or pipeline not found: no/such.cfg"),
+        ("nothing.cfg", "config or pipeline not found: nothing.cfg"),
+    ],
+)
+def test_resolver_errors_are_one_line(source, message):
+    from spacy_clinchunk.pipeline import PipelineError, resolve_pipeline
+
+    with pytest.raises(PipelineError) as info:
+        resolve_pipeline(source)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)

@@ -1,5 +1,6 @@
 """Language resources: schema per language (from the installed package), fallback, overrides."""
 import json
+import re
 import warnings
 
 import pytest
@@ -138,3 +139,105 @@ def test_registered_resource_list():
 
     func = registry.misc.get("spacy_clinchunk.ResourceList.v1")
     assert func("de", "negation_words") == load("de", "negation_words")
+
+
+# -- word lists through initialize: [initialize.components.<name>.resources] -----------------
+INIT_CONFIG = """
+[nlp]
+lang = "en"
+pipeline = ["clin_conj_splitter","clin_cleaner"]
+
+[components]
+
+[components.clin_conj_splitter]
+factory = "clin_conj_splitter"
+
+[components.clin_cleaner]
+factory = "clin_cleaner"
+
+[initialize]
+
+[initialize.components]
+
+[initialize.components.clin_conj_splitter]
+
+[initialize.components.clin_conj_splitter.resources]
+coordinating_conjunctions = ["plus"]
+
+[initialize.components.clin_cleaner]
+
+[initialize.components.clin_cleaner.resources]
+leading_cleanup_words = ["patient"]
+
+[initialize.components.clin_cleaner.resources.negation_words]
+@misc = "spacy_clinchunk.ResourceList.v1"
+lang = "de"
+name = "negation_words"
+"""
+
+
+def test_initialize_block_gives_the_word_lists(tmp_path):
+    from spacy_clinchunk.pipeline import load_pipeline
+
+    path = tmp_path / "init.cfg"
+    path.write_text(INIT_CONFIG, encoding="utf-8")
+    nlp = load_pipeline(path)
+    cleaner = nlp.get_pipe("clin_cleaner")
+    assert cleaner.resources["leading_cleanup_words"] == ["patient"]
+    assert cleaner.resources["negation_words"] == load("de", "negation_words")  # a registered list
+    assert cleaner.resources["low_value_words"] == load("en", "low_value_words")  # not named: shipped
+    text = "patient has fever for days plus cough and rash"
+    assert chunk_texts(nlp(text)) == ["has fever for days", "plus cough and rash"]
+    nlp.to_disk(tmp_path / "saved")  # the lists travel with the pipeline
+    assert chunk_texts(spacy.load(tmp_path / "saved")(text)) == chunk_texts(nlp(text))
+
+
+def test_initialize_lists_win_over_overrides_and_survive_a_changed_override(tmp_path):
+    nlp = spacy.blank("en")
+    conj = nlp.add_pipe("clin_conj_splitter", config={"overrides": {"coordinating_conjunctions": ["and"]}})
+    assert conj.resources["coordinating_conjunctions"] == ["and"]  # nobody called initialize: loaded on use
+    nlp.initialize()
+    assert conj.resources["coordinating_conjunctions"] == ["and"]
+    conj.initialize(resources={"coordinating_conjunctions": ["plus"], "transition_markers": ["meanwhile"]})
+    assert conj.resources["coordinating_conjunctions"] == ["plus"]
+    nlp.to_disk(tmp_path / "p")
+    override = {"components.clin_conj_splitter.overrides": {"conjunction_fixed_expressions": ["plus one"]}}
+    loaded = spacy.load(tmp_path / "p", config=override).get_pipe("clin_conj_splitter")
+    assert loaded.resources["coordinating_conjunctions"] == ["plus"]  # initialize data is kept
+    assert loaded.resources["transition_markers"] == ["meanwhile"]
+    assert loaded.resources["conjunction_fixed_expressions"] == ["plus one"]  # the new override applies
+    again = spacy.blank("en").add_pipe("clin_conj_splitter")
+    again.from_bytes(conj.to_bytes())
+    assert again.resources["transition_markers"] == ["meanwhile"]
+
+
+def test_initialize_list_from_a_json_path(tmp_path):
+    path = tmp_path / "low.json"
+    path.write_text(json.dumps(["meh"]), encoding="utf-8")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("clin_cleaner")
+    nlp.initialize()
+    nlp.get_pipe("clin_cleaner").initialize(resources={"low_value_words": str(path)})
+    assert chunk_texts(nlp("fever\n\nmeh")) == ["fever"]
+
+
+@pytest.mark.parametrize(
+    "resources, message",
+    [
+        ({"no_such_list": ["x"]}, "clin_cleaner: unknown word list(s) for initialize ['no_such_list']; known: "),
+        ({"low_value_words": ["ok", ""]}, "list of non-empty strings"),
+    ],
+)
+def test_bad_initialize_lists_are_one_line(tmp_path, resources, message):
+    from spacy_clinchunk.pipeline import PipelineError, load_pipeline
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("clin_cleaner")
+    with pytest.raises(ResourceError, match=re.escape(message)):
+        nlp.get_pipe("clin_cleaner").initialize(resources=resources)
+    config = nlp.config.copy()
+    config["initialize"]["components"] = {"clin_cleaner": {"resources": resources}}
+    config.to_disk(tmp_path / "bad.cfg")
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(tmp_path / "bad.cfg")
+    assert message in str(info.value) and "\n" not in str(info.value)

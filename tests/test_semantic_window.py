@@ -36,6 +36,13 @@ def embedder_of(nlp):
     return nlp.get_pipe("clin_semantic_window").embedder
 
 
+def window_on(embedder, name, **settings):
+    """A SemanticWindow sharing ``embedder``: the factory's defaults (its one source) plus ``settings``."""
+    defaults = {k: v for k, v in spacy.Language.get_factory_meta("clin_semantic_window").default_config.items()}
+    del defaults["embedder"], defaults["scorer"]
+    return SemanticWindow(spacy.blank("en"), name, embedder=embedder, scorer=None, **{**defaults, **settings})
+
+
 # -- configuration ------------------------------------------------------------------
 def test_defaults_are_the_seeds():
     nlp = make_nlp()
@@ -46,10 +53,17 @@ def test_defaults_are_the_seeds():
 
 
 @pytest.mark.parametrize(
-    "bad", [{"mode": "fast"}, {"split_at": "middle"}, {"window_size": 0}, {"step_size": 8}, {"step_size": 0}]
+    "bad, message",
+    [
+        ({"mode": "fast"}, "mode"),
+        ({"split_at": "middle"}, "split_at"),
+        ({"window_size": 0}, "window_size"),
+        ({"step_size": 8}, "step_size (8) must not exceed window_size (7)"),
+        ({"step_size": 0}, "step_size"),
+    ],
 )
-def test_bad_settings_are_rejected(bad):
-    with pytest.raises(ValueError):
+def test_bad_settings_are_rejected(bad, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         make_nlp(**bad)
 
 
@@ -347,7 +361,7 @@ def test_real_model_pooled_and_exact_agree_on_sentences(minilm_nlp):
     exact = minilm_nlp.get_pipe("clin_semantic_window")
     sentence = NOTE.split(", no fever")[0]
     text_pieces = list(exact.refine(sentence, 0, len(sentence)))
-    pooled = SemanticWindow(minilm_nlp, "pooled", embedder=exact.embedder, mode="pooled")
+    pooled = window_on(exact.embedder, "pooled", mode="pooled")
     pooled_pieces = list(pooled.refine(sentence, 0, len(sentence)))
     for a, b in text_pieces + pooled_pieces:
         assert sentence[a:b].strip() == sentence[a:b]
@@ -363,7 +377,7 @@ def test_real_model_long_chunks_and_non_latin_scripts(minilm_nlp):
     assert np.all(np.diff(offsets[:, 0]) > 0)
     text = "Пациент жалуется на головную боль и тошноту без повышения температуры тела. 患者无发热 Ο ασθενής έχει πυρετό και βήχα εδώ και τρεις ημέρες"
     for mode in ("exact", "pooled"):
-        pipe = SemanticWindow(minilm_nlp, f"w_{mode}", embedder=embedder, mode=mode, threshold=0.9)
+        pipe = window_on(embedder, f"w_{mode}", mode=mode, threshold=0.9)
         doc = minilm_nlp.make_doc(text)
         pipe(doc)
         spans = doc.spans[attrs.CHUNKS_KEY]

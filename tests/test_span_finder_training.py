@@ -51,10 +51,10 @@ def spans_of(doc):
 
 @pytest.mark.matrix
 def test_the_shipped_model_is_the_span_finder_strategy():
-    from spacy_clinchunk.pipeline import default_spans_key, strategies, strategy_config
+    from spacy_clinchunk.pipeline import resolve_pipeline, strategies, strategy_config
 
     assert "span_finder" in strategies() and strategy_config("span_finder") == MODEL_DIR
-    assert default_spans_key("span_finder") == KEY and default_spans_key("retrieval") == "clin_chunks"
+    assert resolve_pipeline("span_finder").chunks_key == KEY and resolve_pipeline("retrieval").chunks_key == "clin_chunks"
     size = sum(p.stat().st_size for p in MODEL_DIR.rglob("*") if p.is_file())
     assert size < 20_000_000
     config = spacy.util.load_config(MODEL_DIR / "config.cfg", interpolate=False)

@@ -1,14 +1,16 @@
 """``chunk``: run a pipeline over documents and print or write their chunks."""
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
 
 from . import CLIError
+from .source import add_source_arguments, parse_overrides, pick_source, resolve
 
-DEFAULT_CONFIG = "default"
+DEFAULT_STRATEGY = "default"
 # CLI flag -> component setting; applied to every stage that has the setting
 STAGE_FLAGS = {
     "window_size": "window_size",
@@ -28,11 +30,11 @@ def add_parser(subparsers: Any) -> None:
         "Extra --section.key value pairs override the config, as in spaCy's CLI.",
     )
     parser.add_argument("paths", nargs="*", default=["-"], help="files, directories, globs or - for stdin")
-    parser.add_argument("--config", "-c", default=None, help="config file or saved pipeline directory")
-    parser.add_argument(
-        "--strategy", default=None, help="named pipeline: simple | punct_conj_cleaned | retrieval | default | span_finder | ..."
+    add_source_arguments(
+        parser,
+        strategy_help="named pipeline: simple | punct_conj_cleaned | retrieval | default | span_finder | ...",
+        spans_key_help="span group to print (default: the group the pipeline writes its chunks to)",
     )
-    parser.add_argument("--lang", default=None, help="language code (en, de, es, fr, nl); overrides the config")
     parser.add_argument(
         "--format",
         choices=("table", "jsonl", "docbin", *RECORD_FORMATS),
@@ -42,9 +44,6 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--output", "-o", default=None, help="write here instead of stdout (with --engine: the output directory)"
-    )
-    parser.add_argument(
-        "--spans-key", default=None, help="span group to print (default clin_chunks; the trained span_finder: clin_trained)"
     )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--window-size", type=int, default=None, help="semantic window size (words)")
@@ -78,51 +77,8 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def parse_overrides(extra: List[str]) -> Dict[str, Any]:
-    if not extra:
-        return {}
-    from spacy.cli._util import parse_config_overrides
-
-    try:
-        return parse_config_overrides(extra)
-    except SystemExit as err:  # spaCy's parser exits on bad input
-        raise CLIError(f"bad config override in {' '.join(extra)}") from err
-    except Exception as err:
-        raise CLIError(f"bad config override: {err}") from err
-
-
-def resolve_source(args: argparse.Namespace) -> str:
-    from ..pipeline import PipelineError, strategy_config
-
-    if args.config and args.strategy:
-        raise CLIError("give --config or --strategy, not both")
-    if args.config:
-        return args.config
-    try:
-        return str(strategy_config(args.strategy or DEFAULT_CONFIG))
-    except PipelineError as err:
-        raise CLIError(str(err)) from err
-
-
-def resolve_spans_key(args: argparse.Namespace) -> str:
-    """``--spans-key``, else the key the pipeline declares (``clin_chunks`` unless a saved pipeline says)."""
-    from ..pipeline import default_spans_key
-
-    return args.spans_key or default_spans_key(resolve_source(args))
-
-
 def stage_overrides(args: argparse.Namespace) -> Dict[str, Any]:
     return {setting: getattr(args, flag) for flag, setting in STAGE_FLAGS.items() if getattr(args, flag) is not None}
-
-
-def load_nlp(args: argparse.Namespace, extra: List[str]):
-    from ..pipeline import PipelineError, load_pipeline
-
-    overrides = parse_overrides(extra)
-    try:
-        return load_pipeline(resolve_source(args), overrides, lang=args.lang, stage_settings=stage_overrides(args))
-    except PipelineError as err:
-        raise CLIError(str(err)) from err
 
 
 CORPUS_ONLY = ("workers", "ray_address", "gpus_per_worker", "shard_size", "split_bytes", "code")
@@ -138,8 +94,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
         raise CLIError("--format docbin needs --engine local|ray and an output directory")
     args.format = args.format or "table"
     files = _input_files(args.paths)
-    args.spans_key = resolve_spans_key(args)
-    nlp = load_nlp(args, extra)
+    nlp = resolve(args, extra, DEFAULT_STRATEGY, stage_overrides(args)).nlp
     from ..corpus.spec import prepare
 
     prepare(nlp, args.max_length)
@@ -291,7 +246,6 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     if args.paths == ["-"] or "-" in args.paths:
         raise CLIError("corpus runs read files, directories or globs, not stdin")
     _input_files(args.paths)
-    args.spans_key = resolve_spans_key(args)
     workers = args.workers if args.workers is not None else (2 if args.engine == "ray" else 1)
     options = CorpusOptions(
         batch_size=args.batch_size,
@@ -302,11 +256,14 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         resume=not args.no_resume,
         file_mode=_file_mode(args),
     )
-    ray = RayOptions(args.ray_address, args.cpus_per_worker, args.gpus_per_worker, args.connect_timeout)
+    # Ray's console chatter is the application's to quiet: the CLI asks for WARNING
+    ray = RayOptions(
+        args.ray_address, args.cpus_per_worker, args.gpus_per_worker, args.connect_timeout, logging_level=logging.WARNING
+    )
     bar = ShardProgress(enabled=not args.no_progress and sys.stderr.isatty())
     try:
         result = run_corpus(
-            resolve_source(args),
+            pick_source(args, DEFAULT_STRATEGY),
             args.paths,
             args.output,
             engine=args.engine,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from . import CLIError
+from .source import add_source_arguments, resolve
 from .reading import add_reading_arguments, policy_of, report_notes, say
 
 COLUMNS = (
@@ -32,16 +33,15 @@ def add_parser(subparsers: Any) -> None:
         "integrity, isolation, coverage, IoU with the voronoi_0.50 variants, chunks per document "
         "and words per chunk. Extra --section.key value pairs override the config.",
     )
-    parser.add_argument("--config", "-c", default=None, help="config file or saved pipeline directory")
-    parser.add_argument("--strategy", default=None, help="named pipeline instead of --config")
+    add_source_arguments(
+        parser,
+        strategy_help="named pipeline instead of --config",
+        spans_key_help="span group holding the chunks (default: the group the pipeline writes its chunks to)",
+    )
     parser.add_argument("--data", nargs="+", required=True, metavar="DIR", help="annotated corpus folder(s)")
     parser.add_argument("--pattern", default=None, help="glob of documents under each DIR (default: by --format)")
     add_reading_arguments(parser)
     parser.add_argument("--output", "-o", default=None, help="write the metrics as JSON here")
-    parser.add_argument(
-        "--spans-key", default=None, help="span group holding the chunks (default clin_chunks, or the saved pipeline's)"
-    )
-    parser.add_argument("--lang", default=None, help="language code; overrides the config")
     parser.add_argument("--limit", type=int, default=0, help="at most this many documents per corpus")
     parser.set_defaults(func=run)
 
@@ -50,22 +50,11 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     from ..groundtruth.model import AnnotationError
     from ..groundtruth.reader import annotation_summary, corpus_counts
     from ..groundtruth.evaluate import evaluate_files
-    from ..pipeline import PipelineError, default_spans_key, load_pipeline
-    from .chunk import parse_overrides
 
-    if args.config and args.strategy:
-        raise CLIError("give --config or --strategy, not both")
-    source = args.config or args.strategy
-    if not source:
-        raise CLIError("give --config FILE (or --strategy NAME)")
     for folder in args.data:
         if not Path(folder).exists():
             raise CLIError(f"no such directory: {folder}")
-    try:
-        nlp = load_pipeline(source, parse_overrides(extra), lang=args.lang)
-        args.spans_key = args.spans_key or default_spans_key(source)
-    except PipelineError as err:
-        raise CLIError(str(err)) from err
+    nlp = resolve(args, extra, None).nlp
     results: Dict[str, Dict[str, Any]] = {}
     errors = 0
     for folder in args.data:
@@ -93,7 +82,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
         )
     print(format_table(results))
     if args.output:
-        report = {"config": str(source), "spans_key": args.spans_key, "corpora": results}
+        report = {"config": str(args.config or args.strategy), "spans_key": args.spans_key, "corpora": results}
         try:
             Path(args.output).parent.mkdir(parents=True, exist_ok=True)
             Path(args.output).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -4,6 +4,9 @@ import sys
 from typing import Any, List
 
 from . import CLIError
+from .source import add_source_arguments, resolve
+
+DEFAULT_STRATEGY = "assertion"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -14,11 +17,10 @@ def add_parser(subparsers: Any) -> None:
         "Extra --section.key value pairs override the config.",
     )
     parser.add_argument("note", help="a .txt file, or - for stdin")
-    parser.add_argument("--config", "-c", default=None, help="config file or saved pipeline directory")
-    parser.add_argument("--strategy", default=None, help="named pipeline instead of --config (default: assertion)")
-    parser.add_argument("--lang", default=None, help="language code; overrides the config")
-    parser.add_argument(
-        "--spans-key", default=None, help="span group to show (default clin_chunks, or the saved pipeline's)"
+    add_source_arguments(
+        parser,
+        strategy_help="named pipeline instead of --config (default: assertion)",
+        spans_key_help="span group to show (default: the group the pipeline writes its chunks to)",
     )
     parser.add_argument("--output", "-o", default=None, help="write the page here (owner-only, 0600)")
     parser.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 until Ctrl-C")
@@ -53,8 +55,6 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
 def _chunk_note(args: argparse.Namespace, extra: List[str]):
     from ..attrs import register_extensions
     from ..corpus.inputs import read_file
-    from ..pipeline import PipelineError, default_spans_key, load_pipeline, strategy_config
-    from .chunk import parse_overrides
 
     items = list(read_file(args.note))
     if len(items) != 1:
@@ -62,14 +62,7 @@ def _chunk_note(args: argparse.Namespace, extra: List[str]):
     item = items[0]
     if item.error is not None:
         raise CLIError(item.error)
-    if args.config and args.strategy:
-        raise CLIError("give --config or --strategy, not both")
-    try:
-        source = args.config or str(strategy_config(args.strategy or "assertion"))
-        nlp = load_pipeline(source, parse_overrides(extra), lang=args.lang)
-        args.spans_key = args.spans_key or default_spans_key(source)
-    except PipelineError as err:
-        raise CLIError(str(err)) from err
+    nlp = resolve(args, extra, DEFAULT_STRATEGY).nlp
     register_extensions()
     doc = nlp.make_doc(item.text)
     doc._.clin_doc_id = item.id

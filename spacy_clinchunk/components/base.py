@@ -1,21 +1,47 @@
-"""Shared machinery of the chunk-refining components (splitters and cleaner)."""
-from __future__ import annotations
+"""Shared machinery of the chunk-refining components (splitters, cleaner, semantic window, focus).
 
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+No ``from __future__ import annotations`` here: spaCy reads the annotations of
+:meth:`ChunkRefiner.initialize` at run time to check ``[initialize.components.<name>]``.
+"""
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc
+from spacy.training import Example
 from spacy.util import ensure_path
 
 from .. import attrs
-from ..resources_io import Override, ResourceError, build_resources, load_json_resource, load_word_list
+from ..resources_io import Override, ResourceError, load_json_resource, load_word_list
 from ..resources_io import resolve_language, resolve_override
 from ..spans import Abbreviations, Range, current_ranges, doc_text, write_group
 
 RESOURCES_FILE = "resources.json"
 DATA_FORMAT = 2  # resources.json of version 1 also held settings; they are ignored now
+CHUNK_SCORER = {"@scorers": "spacy_clinchunk.ChunkScorer.v1"}
+# what `spacy train` weighs (integrity and isolation pull against each other; coverage guards
+# against dropped text) and the informational scores it shows but does not weigh
+CHUNK_SCORE_WEIGHTS: Dict[str, Optional[float]] = {
+    "chunk_integrity": 0.4,
+    "chunk_isolation": 0.4,
+    "chunk_coverage": 0.2,
+    "chunk_iou": None,
+    "chunks_per_doc": None,
+    "words_per_chunk": None,
+}
+WordLists = Dict[str, Union[List[str], str]]  # list name -> inline list or path to a JSON list
+
+
+def refiner_factory(name: str, *, scored: bool = True, assigns: Sequence[str] = ("doc.spans",), **defaults: Any):
+    """``Language.factory`` of a refiner: ``defaults`` (its own settings) and the settings every
+    refiner has (``spans_key``, ``language``, ``overrides`` and, when ``scored``, ``scorer``),
+    which its factory takes last. This is the one place their defaults live."""
+    config: Dict[str, Any] = {**defaults, "spans_key": attrs.CHUNKS_KEY, "language": None, "overrides": {}}
+    if scored:
+        config["scorer"] = dict(CHUNK_SCORER)
+    weights = dict(CHUNK_SCORE_WEIGHTS) if scored else {}
+    return Language.factory(name, default_config=config, assigns=list(assigns), default_score_weights=weights)
 
 
 class ChunkRefiner(Pipe):
@@ -25,13 +51,15 @@ class ChunkRefiner(Pipe):
     chunk's character range to zero or more ranges. The first refiner in a pipeline
     seeds the group from sentences (when set) or paragraphs.
 
-    Settings (constructor arguments) come from the config only. Data (the word lists,
-    the rules in ``package_data``) is loaded by :meth:`initialize` (or on first use)
-    from the shipped resources with ``overrides`` applied, and carried by
-    ``to_disk``/``from_disk``, so a saved pipeline never reads ``resources/`` again.
+    Settings (constructor arguments, all required) come from the config only. Data (the
+    word lists, the rules in ``package_data``) is loaded by :meth:`initialize`: the shipped
+    lists of the language, the ``overrides`` setting applied, then the lists given to
+    ``initialize`` (``[initialize.components.<name>.resources]``). Nobody calling
+    ``initialize`` loads the shipped lists on first use. ``to_disk``/``from_disk`` carry
+    the data, so a saved pipeline never reads ``resources/`` again.
     """
 
-    resource_names: Sequence[str] = ()  # word lists a user may override
+    resource_names: Sequence[str] = ()  # word lists a user may replace
     package_data: Sequence[str] = ("abbreviations",)  # other shipped data the component reads
     compiled: Sequence[str] = ()  # attributes setup() derives from the data
 
@@ -40,16 +68,23 @@ class ChunkRefiner(Pipe):
         nlp: Language,
         name: str,
         *,
-        spans_key: str = attrs.CHUNKS_KEY,
-        language: Optional[str] = None,
-        overrides: Optional[Mapping[str, Override]] = None,
+        spans_key: str,
+        language: Optional[str],
+        overrides: Mapping[str, Override],
+        scorer: Optional[Callable],
     ) -> None:
         attrs.register_extensions()
         self.name = name
         self.spans_key = spans_key
         self.lang = resolve_language(language or nlp.lang, name)
-        self.overrides = dict(overrides or {})
-        check_overrides(self.resource_names, self.overrides)  # bad names/lists fail at add_pipe
+        self.overrides = dict(overrides)
+        self.scorer = scorer
+        # bad names and inline lists fail at add_pipe; files named by path are read later
+        check_names(self.name, "resource override(s)", self.resource_names, self.overrides)
+        for list_name, value in self.overrides.items():
+            if not isinstance(value, str):
+                resolve_override(value, list_name)
+        self._given: Dict[str, List[str]] = {}  # lists given to initialize
         self._data: Optional[Dict[str, Any]] = None
 
     # -- data ------------------------------------------------------------------
@@ -57,7 +92,7 @@ class ChunkRefiner(Pipe):
     def resources(self) -> Dict[str, Any]:
         """The component's data; loaded from the package on first use if nothing set it."""
         if self._data is None:
-            self._set_data(self._package_data())
+            self._set_data(self._build())
         return self._data  # type: ignore[return-value]
 
     def __getattr__(self, name: str) -> Any:
@@ -67,11 +102,19 @@ class ChunkRefiner(Pipe):
         self.resources  # noqa: B018  (loads the data and runs setup)
         return object.__getattribute__(self, name)
 
-    def _package_data(self) -> Dict[str, Any]:
-        data: Dict[str, Any] = build_resources(self.lang, self.resource_names, self.overrides)
-        for name in self.package_data:
-            if name not in data:
-                data[name] = _shipped(self.lang, name)
+    def _build(self) -> Dict[str, Any]:
+        """Shipped lists of the language, ``overrides`` applied, then the initialize lists."""
+        data: Dict[str, Any] = {}
+        for list_name in self.resource_names:
+            if list_name in self._given:
+                data[list_name] = list(self._given[list_name])
+            elif list_name in self.overrides:
+                data[list_name] = resolve_override(self.overrides[list_name], list_name)
+            else:
+                data[list_name] = load_word_list(self.lang, list_name)
+        for list_name in self.package_data:
+            if list_name not in data:
+                data[list_name] = _shipped(self.lang, list_name)
         return data
 
     def _set_data(self, data: Dict[str, Any]) -> None:
@@ -79,7 +122,7 @@ class ChunkRefiner(Pipe):
         self.setup()
 
     def _source(self) -> Dict[str, Any]:
-        """What the data was built from; a saved copy is used only while this is unchanged."""
+        """The settings the data was built from; a saved copy is used only while they are unchanged."""
         return {"lang": self.lang, "overrides": self.overrides}
 
     @property
@@ -100,9 +143,20 @@ class ChunkRefiner(Pipe):
         raise NotImplementedError
 
     # -- spaCy API ----------------------------------------------------------
-    def initialize(self, get_examples: Optional[Callable] = None, *, nlp: Optional[Language] = None) -> None:
-        """Load the data: the shipped lists of the language with ``overrides`` applied."""
-        self._set_data(self._package_data())
+    def initialize(
+        self,
+        get_examples: Optional[Callable[[], Iterable[Example]]] = None,
+        *,
+        nlp: Optional[Language] = None,
+        resources: Optional[WordLists] = None,
+    ) -> None:
+        """Load the data. ``resources`` maps list names to lists (inline, or a path to a JSON
+        list, or ``spacy_clinchunk.ResourceList.v1`` in config); lists it does not name are
+        the shipped ones with the ``overrides`` setting applied."""
+        given = dict(resources or {})
+        check_names(self.name, "word list(s) for initialize", self.resource_names, given)
+        self._given = {list_name: resolve_override(value, list_name) for list_name, value in given.items()}
+        self._set_data(self._build())
 
     def __call__(self, doc: Doc) -> Doc:
         error_handler = self.get_error_handler()
@@ -119,6 +173,12 @@ class ChunkRefiner(Pipe):
         except Exception as err:  # routed like spaCy's own pipes
             error_handler(self.name, self, [doc], err)
             return doc
+
+    def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
+        """The ``scorer`` on this component's own span group (``{}`` without a scorer)."""
+        if self.scorer is None:
+            return {}
+        return self.scorer(examples, **{**kwargs, "spans_key": self.spans_key})
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         return srsly.json_dumps(self._state()).encode("utf-8")
@@ -141,30 +201,33 @@ class ChunkRefiner(Pipe):
 
     # -- state: data only; settings stay with the config ---------------------
     def _state(self) -> Dict[str, Any]:
-        return {"format": DATA_FORMAT, "source": self._source(), "resources": self.resources}
+        return {
+            "format": DATA_FORMAT,
+            "source": self._source(),
+            "initialized": sorted(self._given),
+            "resources": self.resources,
+        }
 
     def _load_state(self, state: Dict[str, Any]) -> None:
+        saved: Dict[str, Any] = {k: _copy(v) for k, v in state.get("resources", {}).items()}
+        self._given = {n: saved[n] for n in state.get("initialized", ()) if n in self.resource_names and n in saved}
         source = state.get("source") or {"lang": state.get("lang"), "overrides": self.overrides}  # format 1
         if source != self._source():
-            # the config asks for other data (language or overrides changed): build it from
-            # the package on first use instead of restoring the saved copy
+            # the config asks for other data (language or overrides changed): build it anew on
+            # first use, keeping only the lists that initialize gave
             self._data = None
             return
-        data: Dict[str, Any] = {k: _copy(v) for k, v in state.get("resources", {}).items()}
-        for name in (*self.resource_names, *self.package_data):
-            if name not in data:  # saved by version 1, which did not carry it
-                data[name] = _shipped(self.lang, name)
-        self._set_data(data)
+        for list_name in (*self.resource_names, *self.package_data):
+            if list_name not in saved:  # saved by version 1, which did not carry it
+                saved[list_name] = _shipped(self.lang, list_name)
+        self._set_data(saved)
 
 
-def check_overrides(names: Sequence[str], overrides: Mapping[str, Override]) -> None:
-    """Unknown override names and malformed inline lists fail early; files are read later."""
-    unknown = sorted(set(overrides) - set(names))
+def check_names(component: str, what: str, known: Sequence[str], given: Mapping[str, Any]) -> None:
+    """Names of word lists that the component does not read are an error (one line)."""
+    unknown = sorted(set(given) - set(known))
     if unknown:
-        raise ResourceError(f"unknown resource override(s) {unknown}; known: {sorted(names)}")
-    for name, value in overrides.items():
-        if not isinstance(value, str):
-            resolve_override(value, name)
+        raise ResourceError(f"{component}: unknown {what} {unknown}; known: {sorted(known)}")
 
 
 def _shipped(lang: str, name: str) -> Any:

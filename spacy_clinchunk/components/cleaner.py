@@ -6,52 +6,38 @@ what it negates.
 """
 
 import re
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from spacy.language import Language
 
-from .. import attrs
-from .base import ChunkRefiner
+from .base import ChunkRefiner, refiner_factory
 from ..resources_io import Override
 from ..spans import Range, _LIST_MARKER, normalize_word, strip_range
-from .settings import check_settings
+from .settings import NonNegativeInt
 
 FACTORY = "clin_cleaner"
 _WORD = re.compile(r"\S+")
 _ALNUM = re.compile(r"[^\W_]")
 
 
-@Language.factory(
+@refiner_factory(
     FACTORY,
-    default_config={
-        "spans_key": attrs.CHUNKS_KEY,
-        "language": None,
-        "max_cleanup_passes": 3,
-        "min_cleaned_chunk_length_chars": 1,
-        "filter_short_low_value_chunks_max_words": 2,
-        "strip_list_markers": True,
-        "overrides": {},
-    },
-    assigns=["doc.spans"],
+    max_cleanup_passes=3,
+    min_cleaned_chunk_length_chars=1,
+    filter_short_low_value_chunks_max_words=2,
+    strip_list_markers=True,
 )
 def make_cleaner(
     nlp: Language,
     name: str,
-    spans_key: str,
-    language: Optional[str],
-    max_cleanup_passes: int,
-    min_cleaned_chunk_length_chars: int,
-    filter_short_low_value_chunks_max_words: int,
+    max_cleanup_passes: NonNegativeInt,
+    min_cleaned_chunk_length_chars: NonNegativeInt,
+    filter_short_low_value_chunks_max_words: NonNegativeInt,
     strip_list_markers: bool,
-    overrides: Dict[str, Override],
+    spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
-    check_settings(FACTORY, name, locals())
     return ChunkCleaner(
-        nlp,
-        name,
-        spans_key=spans_key,
-        language=language,
-        overrides=overrides,
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
         max_cleanup_passes=max_cleanup_passes,
         min_cleaned_chunk_length_chars=min_cleaned_chunk_length_chars,
         filter_short_low_value_chunks_max_words=filter_short_low_value_chunks_max_words,
@@ -70,16 +56,16 @@ class ChunkCleaner(ChunkRefiner):
         nlp: Language,
         name: str,
         *,
-        max_cleanup_passes: int = 3,
-        min_cleaned_chunk_length_chars: int = 1,
-        filter_short_low_value_chunks_max_words: int = 2,
-        strip_list_markers: bool = True,
+        max_cleanup_passes: int,
+        min_cleaned_chunk_length_chars: int,
+        filter_short_low_value_chunks_max_words: int,
+        strip_list_markers: bool,
         **kwargs,
     ) -> None:
-        self.max_cleanup_passes = int(max_cleanup_passes)
-        self.min_chars = int(min_cleaned_chunk_length_chars)
-        self.short_max_words = int(filter_short_low_value_chunks_max_words)
-        self.strip_list_markers = bool(strip_list_markers)
+        self.max_cleanup_passes = max_cleanup_passes
+        self.min_chars = min_cleaned_chunk_length_chars
+        self.short_max_words = filter_short_low_value_chunks_max_words
+        self.strip_list_markers = strip_list_markers
         super().__init__(nlp, name, **kwargs)
 
     def setup(self) -> None:
@@ -97,7 +83,7 @@ class ChunkCleaner(ChunkRefiner):
                 start, end = strip_range(text, marker.end(), end)
         words = [(m.start(), m.end()) for m in _WORD.finditer(text, start, end)]
         first, last = 0, len(words)
-        for _ in range(max(0, self.max_cleanup_passes)):
+        for _ in range(self.max_cleanup_passes):
             # a pass trims the whole run of cleanup words at each edge, so a second
             # run of the component finds nothing left to trim (idempotent)
             before = (first, last)

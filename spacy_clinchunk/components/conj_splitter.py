@@ -9,50 +9,31 @@ that joins single words ("aplastic or hypoplastic nails") is kept when fewer tha
 """
 
 import re
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 
-from .. import attrs
-from .base import ChunkRefiner
+from .base import ChunkRefiner, refiner_factory
 from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from ..resources_io import Override
 from ..spans import Range, strip_range
-from .settings import check_settings
+from .settings import PositiveInt
 
 FACTORY = "clin_conj_splitter"
 _WORD = re.compile(r"\S+")
 
 
-@Language.factory(
-    FACTORY,
-    default_config={
-        "spans_key": attrs.CHUNKS_KEY,
-        "language": None,
-        "min_words_before": 2,
-        "min_words_after": 1,
-        "keep_coordinated": False,
-        "overrides": {},
-    },
-    assigns=["doc.spans"],
-)
+@refiner_factory(FACTORY, min_words_before=2, min_words_after=1, keep_coordinated=False)
 def make_conj_splitter(
     nlp: Language,
     name: str,
-    spans_key: str,
-    language: Optional[str],
-    min_words_before: int,
-    min_words_after: int,
+    min_words_before: PositiveInt,
+    min_words_after: PositiveInt,
     keep_coordinated: bool,
-    overrides: Dict[str, Override],
+    spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
-    check_settings(FACTORY, name, locals())
     return ConjSplitter(
-        nlp,
-        name,
-        spans_key=spans_key,
-        language=language,
-        overrides=overrides,
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
         min_words_before=min_words_before,
         min_words_after=min_words_after,
         keep_coordinated=keep_coordinated,
@@ -76,14 +57,14 @@ class ConjSplitter(ChunkRefiner):
         nlp: Language,
         name: str,
         *,
-        min_words_before: int = 2,
-        min_words_after: int = 1,
-        keep_coordinated: bool = False,
+        min_words_before: int,
+        min_words_after: int,
+        keep_coordinated: bool,
         **kwargs,
     ) -> None:
-        self.min_words_before = max(1, int(min_words_before))
-        self.min_words_after = max(1, int(min_words_after))
-        self.keep_coordinated = bool(keep_coordinated)
+        self.min_words_before = min_words_before
+        self.min_words_after = min_words_after
+        self.keep_coordinated = keep_coordinated
         if self.keep_coordinated:  # its word lists travel with the component only when used
             self.resource_names = type(self).resource_names + COORDINATION_RESOURCES
         super().__init__(nlp, name, **kwargs)

@@ -30,16 +30,16 @@ keep the chunk's assertion: it is decided on the full clause, so run this compon
 """
 
 import re
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .. import attrs
-from .base import ChunkRefiner
+from .base import ChunkRefiner, refiner_factory
 from .coordination import CoordinationRules
 from ..resources_io import Override, ResourceError
-from .settings import check_settings
+from .settings import NonNegativeInt, PositiveInt, SettingError
 from ..spans import Range, TokenIndex, doc_text
 
 FACTORY = "clin_focus"
@@ -65,47 +65,39 @@ _WORD_CHAR = re.compile(r"[\w-]")
 _TRAIL_WINDOW = 160  # characters searched for trailing framing (keeps trimming linear)
 
 
-@Language.factory(
+@refiner_factory(
     FACTORY,
-    default_config={
-        "spans_key": attrs.CHUNKS_KEY,
-        "focus_key": attrs.FOCUS_KEY,
-        "language": None,
-        "min_focus_chars": 2,
-        "trim_negation": True,
-        "distributive": True,
-        "max_conjuncts": 8,
-        "min_conjunct_words": 1,
-        "head_extras": True,
-        "segment_min_words": 5,
-        "trim_counts": True,
-        "overrides": {},
-    },
-    assigns=["doc.spans", "span._.clin_focus_of", "span._.clin_focus_ids"],
+    scored=False,  # focus spans overlap (a piece beside its head and conjuncts): no chunking to score
+    assigns=("doc.spans", "span._.clin_focus_of", "span._.clin_focus_ids"),
+    focus_key=attrs.FOCUS_KEY,
+    min_focus_chars=2,
+    trim_negation=True,
+    distributive=True,
+    max_conjuncts=8,
+    min_conjunct_words=1,
+    head_extras=True,
+    segment_min_words=5,
+    trim_counts=True,
 )
 def make_focus(
     nlp: Language,
     name: str,
-    spans_key: str,
     focus_key: str,
-    language: Optional[str],
-    min_focus_chars: int,
+    min_focus_chars: PositiveInt,
     trim_negation: bool,
     distributive: bool,
-    max_conjuncts: int,
-    min_conjunct_words: int,
+    max_conjuncts: NonNegativeInt,
+    min_conjunct_words: PositiveInt,
     head_extras: bool,
-    segment_min_words: int,
+    segment_min_words: NonNegativeInt,
     trim_counts: bool,
-    overrides: Dict[str, Override],
+    spans_key: str, language: Optional[str], overrides: Dict[str, Override],  # every refiner's
 ) -> "ClinFocus":
-    check_settings(FACTORY, name, locals())
+    if spans_key == focus_key:
+        raise SettingError(f"{name}: spans_key and focus_key must differ (both '{spans_key}')")
     return ClinFocus(
-        nlp,
-        name,
-        spans_key=spans_key,
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides,
         focus_key=focus_key,
-        language=language,
         min_focus_chars=min_focus_chars,
         trim_negation=trim_negation,
         distributive=distributive,
@@ -114,7 +106,6 @@ def make_focus(
         head_extras=head_extras,
         segment_min_words=segment_min_words,
         trim_counts=trim_counts,
-        overrides=overrides,
     )
 
 
@@ -149,33 +140,30 @@ class ClinFocus(ChunkRefiner):
     def __init__(
         self,
         nlp: Language,
-        name: str = FACTORY,
+        name: str,
         *,
-        spans_key: str = attrs.CHUNKS_KEY,
-        focus_key: str = attrs.FOCUS_KEY,
-        language: Optional[str] = None,
-        min_focus_chars: int = 2,
-        trim_negation: bool = True,
-        distributive: bool = True,
-        max_conjuncts: int = 8,
-        min_conjunct_words: int = 1,
-        head_extras: bool = True,
-        segment_min_words: int = 5,
-        trim_counts: bool = True,
-        overrides: Optional[Mapping[str, Override]] = None,
+        focus_key: str,
+        min_focus_chars: int,
+        trim_negation: bool,
+        distributive: bool,
+        max_conjuncts: int,
+        min_conjunct_words: int,
+        head_extras: bool,
+        segment_min_words: int,
+        trim_counts: bool,
+        **kwargs,
     ) -> None:
-        if spans_key == focus_key:
-            raise ValueError(f"{name}: spans_key and focus_key must differ (both '{spans_key}')")
         self.focus_key = focus_key
-        self.min_focus_chars = max(1, int(min_focus_chars))
-        self.trim_negation = bool(trim_negation)
-        self.distributive = bool(distributive)
-        self.max_conjuncts = max(0, int(max_conjuncts))
-        self.min_conjunct_words = max(1, int(min_conjunct_words))
-        self.head_extras = bool(head_extras)
-        self.segment_min_words = max(0, int(segment_min_words))
-        self.trim_counts = bool(trim_counts)
-        super().__init__(nlp, name, spans_key=spans_key, language=language, overrides=overrides)
+        self.min_focus_chars = min_focus_chars
+        self.trim_negation = trim_negation
+        self.distributive = distributive
+        self.max_conjuncts = max_conjuncts
+        self.min_conjunct_words = min_conjunct_words
+        self.head_extras = head_extras
+        self.segment_min_words = segment_min_words
+        self.trim_counts = trim_counts
+        # no scorer: focus spans overlap (extras beside their piece); they are not a chunking
+        super().__init__(nlp, name, scorer=None, **kwargs)
 
     # -- rules --------------------------------------------------------------
     def setup(self) -> None:

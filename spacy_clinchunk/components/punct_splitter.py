@@ -9,14 +9,13 @@ short phrases sharing a word ("cleft lip, cleft palate") is kept (see
 """
 
 import re
-from typing import Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional
 
 from spacy.language import Language
 
-from .. import attrs
-from .base import ChunkRefiner
+from .base import ChunkRefiner, refiner_factory
 from .coordination import COORDINATION_RESOURCES, rules_from_resources
-from ..resources_io import Override, load_json_resource
+from ..resources_io import Override
 from ..spans import Range, strip_range
 
 FACTORY = "clin_punct_splitter"
@@ -26,21 +25,16 @@ _ENUMERATOR = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)]$")
 _ORDINAL = re.compile(r"^\d{1,4}\.$")
 
 
-@Language.factory(
-    FACTORY,
-    default_config={"spans_key": attrs.CHUNKS_KEY, "language": None, "keep_coordinated": False, "overrides": {}},
-    assigns=["doc.spans"],
-)
+@refiner_factory(FACTORY, keep_coordinated=False)
 def make_punct_splitter(
     nlp: Language,
     name: str,
-    spans_key: str,
-    language: Optional[str],
     keep_coordinated: bool,
-    overrides: Dict[str, Override],
+    spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
     return PunctSplitter(
-        nlp, name, spans_key=spans_key, language=language, overrides=overrides, keep_coordinated=keep_coordinated
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
+        keep_coordinated=keep_coordinated,
     )
 
 
@@ -51,8 +45,8 @@ class PunctSplitter(ChunkRefiner):
     package_data = ("punct_rules",)
     compiled = ("introducers", "ordinal_period")
 
-    def __init__(self, nlp: Language, name: str, *, keep_coordinated: bool = False, **kwargs) -> None:
-        self.keep_coordinated = bool(keep_coordinated)
+    def __init__(self, nlp: Language, name: str, *, keep_coordinated: bool, **kwargs) -> None:
+        self.keep_coordinated = keep_coordinated
         if self.keep_coordinated:  # its word lists travel with the component only when used
             self.resource_names = type(self).resource_names + COORDINATION_RESOURCES
         super().__init__(nlp, name, **kwargs)

@@ -17,23 +17,20 @@ over each window (prefix sums), which costs one pass over the text instead of
 
 import logging
 import re
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.util import ensure_path, minibatch
 
-from .. import attrs
-from .base import ChunkRefiner, require_extra
+from .base import ChunkRefiner, WordLists, refiner_factory, require_extra
 from ..embed.embedders import DEFAULT_MODEL, Embedder
 from ..resources_io import Override
 from ..spans import Range, current_ranges, normalize_word, write_group
-from .settings import check_settings
+from .settings import NonNegativeInt, PositiveInt, SettingError, Similarity
 
 FACTORY = "clin_semantic_window"
-MODES = ("exact", "pooled")
-SPLIT_AT = ("drop", "minimum")
 MODEL_DIR = "model"
 DEFAULT_EMBEDDER = {
     "@misc": "spacy_clinchunk.SentenceTransformerEmbedder.v1",
@@ -51,52 +48,43 @@ Words = List[Tuple[int, int]]  # char ranges of the words of one chunk
 Segment = Tuple[int, int]  # [first word, end word) of one piece
 
 
-@Language.factory(
+@refiner_factory(
     FACTORY,
-    default_config={
-        "spans_key": attrs.CHUNKS_KEY,
-        "language": None,
-        "embedder": DEFAULT_EMBEDDER,
-        "mode": "exact",
-        "window_size": 7,
-        "step_size": 1,
-        "threshold": 0.5,
-        "min_segment_words": 3,
-        "split_at": "drop",
-        "negation_merge": True,
-        "negation_merge_max_words": 12,
-        "batch_size": 256,
-        "save_model": False,
-        "overrides": {},
-    },
-    assigns=["doc.spans"],
+    embedder=DEFAULT_EMBEDDER,
+    mode="exact",
+    window_size=7,
+    step_size=1,
+    threshold=0.5,
+    min_segment_words=3,
+    split_at="drop",
+    negation_merge=True,
+    negation_merge_max_words=12,
+    batch_size=256,
+    save_model=False,
 )
 def make_semantic_window(
     nlp: Language,
     name: str,
-    spans_key: str,
-    language: Optional[str],
     embedder: Embedder,
-    mode: str,
-    window_size: int,
-    step_size: int,
-    threshold: float,
-    min_segment_words: int,
-    split_at: str,
+    mode: Literal["exact", "pooled"],
+    window_size: PositiveInt,
+    step_size: PositiveInt,
+    threshold: Similarity,
+    min_segment_words: NonNegativeInt,
+    split_at: Literal["drop", "minimum"],
     negation_merge: bool,
-    negation_merge_max_words: int,
-    batch_size: int,
+    negation_merge_max_words: NonNegativeInt,
+    batch_size: PositiveInt,
     save_model: bool,
-    overrides: Dict[str, Override],
+    spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
-    check_settings(FACTORY, name, locals())
+    if step_size > window_size:
+        raise SettingError(f"{name}: step_size ({step_size}) must not exceed window_size ({window_size})")
+    if getattr(embedder, "reads_docs", False) and mode != "pooled":
+        raise SettingError(f'{name}: the embedder {embedder.name} gives token vectors only; set mode = "pooled"')
     require_extra(nlp, "embed")
     return SemanticWindow(
-        nlp,
-        name,
-        spans_key=spans_key,
-        language=language,
-        overrides=overrides,
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
         embedder=embedder,
         mode=mode,
         window_size=window_size,
@@ -142,48 +130,31 @@ class SemanticWindow(ChunkRefiner):
         name: str,
         *,
         embedder: Embedder,
-        mode: str = "exact",
-        window_size: int = 7,
-        step_size: int = 1,
-        threshold: float = 0.5,
-        min_segment_words: int = 3,
-        split_at: str = "drop",
-        negation_merge: bool = True,
-        negation_merge_max_words: int = 12,
-        batch_size: int = 256,
-        save_model: bool = False,
+        mode: str,
+        window_size: int,
+        step_size: int,
+        threshold: float,
+        min_segment_words: int,
+        split_at: str,
+        negation_merge: bool,
+        negation_merge_max_words: int,
+        batch_size: int,
+        save_model: bool,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(embedder, Embedder):
-            raise TypeError(f"{name}: embedder must be an spacy_clinchunk Embedder, got {type(embedder).__name__}")
         self.embedder = embedder
         self.mode = mode
-        self.window_size = int(window_size)
-        self.step_size = int(step_size)
-        self.threshold = float(threshold)
-        self.min_segment_words = int(min_segment_words)
+        self.window_size = window_size
+        self.step_size = step_size
+        self.threshold = threshold
+        self.min_segment_words = min_segment_words
         self.split_at = split_at
-        self.negation_merge = bool(negation_merge)
-        self.negation_merge_max_words = int(negation_merge_max_words)
-        self.batch_size = max(1, int(batch_size))
-        self.save_model = bool(save_model)
-        self._validate(name)
+        self.negation_merge = negation_merge
+        self.negation_merge_max_words = negation_merge_max_words
+        self.batch_size = batch_size
+        self.save_model = save_model
         self.last_stats: Dict[str, int] = {}
         super().__init__(nlp, name, **kwargs)
-
-    def _validate(self, name: str) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"{name}: mode must be one of {MODES}, got '{self.mode}'")
-        if self.reads_docs and self.mode != "pooled":
-            raise ValueError(f"{name}: the embedder {self.embedder.name} gives token vectors only; set mode = \"pooled\"")
-        if self.split_at not in SPLIT_AT:
-            raise ValueError(f"{name}: split_at must be one of {SPLIT_AT}, got '{self.split_at}'")
-        if self.window_size < 1:
-            raise ValueError(f"{name}: window_size must be >= 1, got {self.window_size}")
-        if not 1 <= self.step_size <= self.window_size:
-            raise ValueError(f"{name}: step_size must be between 1 and window_size, got {self.step_size}")
-        if self.min_segment_words < 0:
-            raise ValueError(f"{name}: min_segment_words must be >= 0")
 
     def setup(self) -> None:
         self.negations = _phrases(self.resources["negation_merge_words"])
@@ -194,12 +165,19 @@ class SemanticWindow(ChunkRefiner):
         """The embedder reads vectors an upstream component wrote (TransformerListener.v1)."""
         return bool(getattr(self.embedder, "reads_docs", False))
 
-    def initialize(self, get_examples: Any = None, *, nlp: Optional[Language] = None) -> None:
-        """Load the word lists and the embedding model (otherwise both load at the first document)."""
+    def initialize(
+        self,
+        get_examples: Optional[Callable] = None,
+        *,
+        nlp: Optional[Language] = None,
+        resources: Optional[WordLists] = None,
+    ) -> None:
+        """Load the word lists (see :meth:`ChunkRefiner.initialize`) and the embedding model
+        (otherwise both load at the first document)."""
         check_pipeline = getattr(self.embedder, "check_pipeline", None)
         if check_pipeline is not None:
             check_pipeline(nlp, self.name)
-        super().initialize(get_examples, nlp=nlp)
+        super().initialize(get_examples, nlp=nlp, resources=resources)
         self.embedder.initialize()
 
     # -- spaCy API ----------------------------------------------------------

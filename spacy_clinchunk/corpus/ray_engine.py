@@ -33,6 +33,7 @@ class RayOptions:
     cpus_per_worker: float = 1.0  # also the actor's torch thread count
     gpus_per_worker: Optional[float] = None  # None: 1 per actor when the cluster has GPUs
     connect_timeout: float = 10.0  # seconds to wait for ``address`` to answer
+    logging_level: Optional[int] = None  # Ray's own log level; None leaves Ray's default (our CLI: WARNING)
 
 
 def probe_address(address: str, timeout: float) -> None:
@@ -55,23 +56,25 @@ def probe_address(address: str, timeout: float) -> None:
         ) from err
 
 
-def connect(address: Optional[str], timeout: float = 10.0) -> bool:
+def connect(address: Optional[str], timeout: float = 10.0, logging_level: Optional[int] = None) -> bool:
     """Join the Ray cluster at ``address`` or start a local one; True when we started it.
 
-    An already initialized Ray (e.g. ``ray.init`` by the caller) is used as it is.
+    An already initialized Ray (e.g. ``ray.init`` by the caller) is used as it is. Ray's log
+    level is left to Ray unless ``logging_level`` is given (the application's choice).
     """
     import ray
 
     if ray.is_initialized():
         return False
-    options: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    level: Dict[str, Any] = {} if logging_level is None else {"logging_level": logging_level}
+    options: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, **level}
     if address in (None, "", "local"):
         ray.init(**options)
         return True
     if address != "auto":
         probe_address(address, timeout)
     if address.startswith("ray://"):
-        options = {"logging_level": logging.WARNING}
+        options = level
     try:
         ray.init(address=address, **options)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as err:
@@ -95,7 +98,7 @@ def run_ray(
         raise CorpusError("the Ray engine needs Ray: pip install 'spacy-clinchunk[ray]'") from err
 
     began = time.time()
-    started_here = connect(options.address, options.connect_timeout)
+    started_here = connect(options.address, options.connect_timeout, options.logging_level)
     try:
         connected = time.time()
         gpus = options.gpus_per_worker

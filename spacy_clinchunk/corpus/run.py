@@ -6,7 +6,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from .. import attrs
 from .local import MAX_ATTEMPTS, run_in_driver, run_pool
 from .output import (
     DEFAULT_FILE_MODE,
@@ -32,7 +31,7 @@ class CorpusOptions:
 
     batch_size: int = 64  # documents per nlp.pipe batch inside a worker
     fmt: str = "jsonl"  # output format: jsonl | docbin
-    spans_key: str = attrs.CHUNKS_KEY
+    spans_key: Optional[str] = None  # the group written out; None: the one the pipeline writes its chunks to
     shard_size: int = DEFAULT_SHARD_SIZE  # .txt files per shard
     split_bytes: int = DEFAULT_SPLIT_BYTES  # JSONL files larger than this are split into sub-shards
     resume: bool = True  # skip shards finished with the same config and inputs
@@ -116,7 +115,8 @@ def run_corpus(
     loading = time.time()
     nlp, spec, config_hash = load_spec(config_or_path, overrides, lang, stage_settings, code, max_length)
     load_seconds = round(time.time() - loading, 3)
-    out = OutputSpec(str(Path(output_dir).resolve()), opts.fmt, opts.spans_key, config_hash, opts.file_mode)
+    spans_key = opts.spans_key or spec.chunks_key
+    out = OutputSpec(str(Path(output_dir).resolve()), opts.fmt, spans_key, config_hash, opts.file_mode)
     with OutputLock(out.path, opts.file_mode):
         remove_leftovers(out.path)
         output = CorpusOutput(out, spec.source)

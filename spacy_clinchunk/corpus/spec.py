@@ -27,6 +27,7 @@ class PipelineSpec:
     stage_settings: Dict[str, Any] = field(default_factory=dict)
     code: Optional[str] = None
     max_length: Optional[int] = None
+    chunks_key: str = attrs.CHUNKS_KEY  # the group the pipeline writes its chunks to
 
     def load(self):
         """The pipeline, ready for :func:`~spacy_clinchunk.corpus.processing.process_items`."""
@@ -85,26 +86,27 @@ def load_spec(
 ) -> Tuple[Any, PipelineSpec, str]:
     """Load the pipeline once here, so a bad config fails before any worker starts.
 
-    Returns ``(nlp, spec, config_hash)``; the hash keys resume (a changed config redoes shards).
+    Returns ``(nlp, spec, config_hash)``; the hash keys resume (a changed config redoes shards),
+    ``spec.chunks_key`` is the group the loaded pipeline writes its chunks to.
     """
-    from ..pipeline import STRATEGIES, PipelineError, load_pipeline, strategy_config
+    from ..pipeline import PipelineError, resolve_pipeline
 
     import_code(code)
-    source = str(config_or_path)
-    path = Path(source)
     try:
-        if not path.exists() and source in STRATEGIES:
-            path = strategy_config(source)
-        nlp = load_pipeline(path, overrides, lang=lang, stage_settings=stage_settings)
+        resolved = resolve_pipeline(config_or_path, overrides, lang=lang, stage_settings=stage_settings)
     except PipelineError as err:
         raise CorpusError(str(err)) from err
+    nlp, path = resolved.nlp, resolved.path
+    if path is None:
+        raise CorpusError("a corpus run needs a config file, a saved pipeline or a strategy name: each worker loads its own")
     spec = PipelineSpec(
-        source=str(path.resolve()) if path.exists() else source,
+        source=str(path.resolve()),
         overrides=dict(overrides or {}),
         lang=lang,
         stage_settings=dict(stage_settings or {}),
         code=str(Path(code).resolve()) if code else None,
         max_length=max_length,
+        chunks_key=resolved.chunks_key,
     )
     digest = hashlib.sha256()
     if path.is_dir():

@@ -87,18 +87,11 @@ def adapter_metadata(record: Dict[str, Any], source: Optional[Dict[str, Any]] = 
 
 
 def load_nlp(pipeline: Any) -> Any:
-    """An ``nlp`` from a ``Language``, a config / saved pipeline path or a strategy name."""
-    from spacy.language import Language
+    """An ``nlp`` from a ``Language``, a config / saved pipeline path or a strategy name
+    (:func:`~spacy_clinchunk.pipeline.resolve_pipeline`)."""
+    from ..pipeline import resolve_pipeline
 
-    if isinstance(pipeline, Language):
-        return pipeline
-    from pathlib import Path
-
-    from ..pipeline import load_pipeline, strategy_config
-
-    if not Path(str(pipeline)).exists() and "/" not in str(pipeline) and "." not in str(pipeline):
-        pipeline = strategy_config(str(pipeline))  # a name: configs/<name>.cfg
-    return load_pipeline(str(pipeline))
+    return resolve_pipeline(pipeline).nlp
 
 
 def chunk_texts_with_ids(

@@ -193,7 +193,11 @@ def example_tally(
 
 
 class ChunkScorer:
-    """Chunk-quality scorer: a ``scorers`` function and an ``nlp.evaluate(scorer=...)`` object."""
+    """Chunk-quality scorer: a ``scorers`` function and an ``nlp.evaluate(scorer=...)`` object.
+
+    ``score(examples, spans_key=...)`` scores that span group instead of the scorer's own,
+    as the chunking components ask for theirs; other keywords spaCy passes are ignored.
+    """
 
     def __init__(
         self,
@@ -205,14 +209,15 @@ class ChunkScorer:
         self.variant_ratio = variant_ratio
         self.multi_span_gap = multi_span_gap
 
-    def tally(self, examples: Iterable[Example]) -> Tally:
+    def tally(self, examples: Iterable[Example], spans_key: Optional[str] = None) -> Tally:
+        key = spans_key or self.spans_key
         total = Tally()
         for example in examples:
-            total = total + example_tally(example, self.spans_key, self.variant_ratio, self.multi_span_gap)
+            total = total + example_tally(example, key, self.variant_ratio, self.multi_span_gap)
         return total
 
-    def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
-        return self.tally(examples).scores()
+    def score(self, examples: Iterable[Example], *, spans_key: Optional[str] = None, **kwargs: Any) -> Dict[str, Any]:
+        return self.tally(examples, spans_key).scores()
 
     __call__ = score
 
@@ -223,7 +228,8 @@ def make_chunk_scorer(
     variant_ratio: float = DEFAULT_VARIANT_RATIO,
     multi_span_gap: int = DEFAULT_MULTI_SPAN_GAP,
 ) -> ChunkScorer:
-    """Registered scorer: ``{"@scorers": "spacy_clinchunk.ChunkScorer.v1"}``."""
+    """Registered scorer: ``{"@scorers": "spacy_clinchunk.ChunkScorer.v1"}`` (the default ``scorer``
+    of the chunking components, which pass their own ``spans_key``)."""
     return ChunkScorer(spans_key, variant_ratio, multi_span_gap)
 
 

@@ -1,0 +1,79 @@
+"""The pipeline a command runs: ``--config`` / ``--strategy`` / ``--lang`` / ``--spans-key`` and
+spaCy-style ``--section.key value`` overrides, turned into a pipeline by the one resolver."""
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from . import CLIError
+
+
+def add_source_arguments(parser: argparse.ArgumentParser, strategy_help: str, spans_key_help: str) -> None:
+    parser.add_argument("--config", "-c", default=None, help="config file or saved pipeline directory")
+    parser.add_argument("--strategy", default=None, help=strategy_help)
+    parser.add_argument("--lang", default=None, help="language code (en, de, es, fr, nl); overrides the config")
+    parser.add_argument("--spans-key", default=None, help=spans_key_help)
+
+
+def parse_overrides(extra: List[str]) -> Dict[str, Any]:
+    """``--a.b value`` / ``--a.b=value`` / ``--a.b`` (true) into ``{"a.b": value}``.
+
+    A value is read as JSON when it parses (``0``, ``true``, ``["x"]``, ``null``), else kept
+    as a string, as spaCy's own CLI does.
+    """
+    overrides: Dict[str, Any] = {}
+    rest = list(extra)
+    while rest:
+        token = rest.pop(0)
+        if not token.startswith("--"):
+            raise CLIError(f"unexpected argument '{token}' (config overrides look like --section.key value)")
+        name, has_value, value = token[2:].partition("=")
+        if "." not in name or name.startswith(".") or name.endswith(".") or " " in name:
+            raise CLIError(f"unknown option or bad config override '{token}' (overrides look like --section.key value)")
+        if not has_value:
+            value = rest.pop(0) if rest and not rest[0].startswith("--") else "true"
+        overrides[name] = _value(value)
+    return overrides
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def pick_source(args: argparse.Namespace, default_strategy: Optional[str]) -> Path:
+    """What ``--config`` or ``--strategy`` (else ``default_strategy``) names, as a path."""
+    from ..pipeline import PipelineError, strategy_config
+
+    if args.config and args.strategy:
+        raise CLIError("give --config or --strategy, not both")
+    if args.config:
+        return Path(args.config)
+    if not (args.strategy or default_strategy):
+        raise CLIError("give --config FILE (or --strategy NAME)")
+    try:
+        return strategy_config(args.strategy or default_strategy)
+    except PipelineError as err:
+        raise CLIError(str(err)) from err
+
+
+def resolve(
+    args: argparse.Namespace,
+    extra: List[str],
+    default_strategy: Optional[str],
+    stage_settings: Optional[Dict[str, Any]] = None,
+):
+    """The :class:`~spacy_clinchunk.pipeline.ResolvedPipeline` of :func:`pick_source`;
+    ``args.spans_key`` becomes the pipeline's chunks group unless it was given."""
+    from ..pipeline import PipelineError, resolve_pipeline
+
+    source = pick_source(args, default_strategy)
+    overrides = parse_overrides(extra)
+    try:
+        resolved = resolve_pipeline(source, overrides, lang=args.lang, stage_settings=stage_settings)
+    except PipelineError as err:
+        raise CLIError(str(err)) from err
+    args.spans_key = args.spans_key or resolved.chunks_key
+    return resolved
