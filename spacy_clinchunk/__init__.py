@@ -37,8 +37,8 @@ _LAZY = {
     "ClinChunkTextSplitter": "spacy_clinchunk.export.langchain:ClinChunkTextSplitter",
     "ClinChunkNodeParser": "spacy_clinchunk.export.llama_index:ClinChunkNodeParser",
     "run_corpus": "spacy_clinchunk.corpus:run_corpus",
-    "read_annotated": "spacy_clinchunk.groundtruth.annotations:read_annotated",
-    "AnnotatedCorpus": "spacy_clinchunk.groundtruth.annotations:AnnotatedCorpus",
+    "read_annotated": "spacy_clinchunk.groundtruth.reader:read_annotated",
+    "AnnotatedCorpus": "spacy_clinchunk.groundtruth.reader:AnnotatedCorpus",
     "evaluate_corpus": "spacy_clinchunk.groundtruth.evaluate:evaluate_corpus",
 }
 

@@ -67,9 +67,36 @@ DOC_EXTENSIONS: Dict[str, Any] = {
 }
 
 
+# SpanGroup.attrs key: [[field, attribute], ...] of a group whose values live under other
+# names (``clin_context_assertion`` with another ``extension_prefix``); travels with the doc.
+# Pairs, not a dict: medspaCy's msgpack hooks take any dict with a "section" key for theirs.
+FIELD_NAMES = "clin_field_names"
+
+
 def ext(field: str) -> str:
     """Extension name of a record field: ``"assertion"`` -> ``"clin_assertion"``."""
     return PREFIX + field
+
+
+def field_names(group: Any) -> Dict[str, str]:
+    """``{field: attribute}`` for the spans of a span group (or of a doc's entities: ``None``).
+
+    The package names, except where a component wrote the group's values under others and
+    said so in ``group.attrs[FIELD_NAMES]``: readers ask the doc, they never guess.
+    """
+    names = {field: ext(field) for field in SPAN_EXTENSIONS}
+    renamed = getattr(group, "attrs", {}).get(FIELD_NAMES) if group is not None else None
+    for pair in renamed if isinstance(renamed, (list, tuple)) else ():
+        if isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, str) for x in pair):
+            names[pair[0]] = pair[1]
+    return names
+
+
+def declare_field_names(group: Any, names: Dict[str, str]) -> None:
+    """Record on ``group`` that its spans hold ``names`` (field -> attribute); see :func:`field_names`."""
+    merged = dict(field_names(group))
+    merged.update(names)
+    group.attrs[FIELD_NAMES] = sorted([f, n] for f, n in merged.items() if n != ext(f))
 
 
 def _flag_getter(label: str) -> Callable[[Span], bool]:

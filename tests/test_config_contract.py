@@ -46,8 +46,8 @@ CASES = [
     ("clin_semantic_window", {"embedder": TOPIC}, "negation_merge", False, "negation_merge", False),
     ("clin_context_assertion", {"include_default_rules": False}, "max_scope", 4, "max_scope", 4),
     ("clin_context_assertion", {"include_default_rules": False}, "span_keys", ["x"], "span_keys", ["x"]),
-    ("clin_llm_context", {"model": HEURISTIC, "cache_path": None}, "chunk_size", 500, "chunk_size", 500),
-    ("clin_llm_context", {"model": HEURISTIC, "cache_path": None}, "context_size", 20, "context_size", 20),
+    ("clin_llm_context", {"model": HEURISTIC}, "chunk_size", 500, "chunk_size", 500),
+    ("clin_llm_context", {"model": HEURISTIC}, "context_size", 20, "context_size", 20),
 ]
 
 

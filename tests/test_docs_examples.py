@@ -8,8 +8,8 @@ just above a block changes how it runs:
 * ``<!-- skip-test: REASON -->``: cannot run here at all (a real Ollama server, a Ray
   cluster, installing packages); the reason is shown in the test report. Keep these rare.
 
-Examples run in a scratch working directory where ``configs/``, ``resources/`` and
-``../shared`` resolve as in the repository. Python blocks run in-process, each in a
+Examples run in a scratch working directory where ``configs/`` and ``resources/`` resolve
+as in the repository; no example reads ``../shared`` (a user's clone has none). Python blocks run in-process, each in a
 fresh namespace; shell blocks run under ``bash -euo pipefail`` with this interpreter
 first on ``PATH`` (so ``python -m spacy_clinchunk`` is the package under test).
 Config excerpts (```ini) are not run, but every setting they name must exist in the code.
@@ -105,14 +105,11 @@ def _param(example: Example):
 
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
-    """A scratch checkout: configs/, resources/ and ../shared resolve as in the repository."""
+    """A scratch checkout: configs/ and resources/ resolve as in the repository."""
     work = tmp_path / "work"
     work.mkdir()
     for name in ("configs", "resources", "scripts", "bench"):
         (work / name).symlink_to(ROOT / name, target_is_directory=True)
-    shared = ROOT.parent / "shared"
-    if shared.exists():
-        (tmp_path / "shared").symlink_to(shared.resolve(), target_is_directory=True)
     monkeypatch.chdir(work)
     monkeypatch.setenv("SPACY_CLINCHUNK_CACHE", str(tmp_path / "cache"))
     return work

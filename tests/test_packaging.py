@@ -146,7 +146,7 @@ def test_saved_pipeline_meta_names_the_extras_its_components_need(tmp_path):
     nlp = spacy.blank("en")
     nlp.add_pipe("clin_punct_splitter")
     nlp.add_pipe("clin_context_assertion", config={"include_default_rules": False})
-    nlp.add_pipe("clin_llm_context", config={"model": {"@misc": "spacy_clinchunk.HeuristicContext.v1"}, "cache_path": None})
+    nlp.add_pipe("clin_llm_context", config={"model": {"@misc": "spacy_clinchunk.HeuristicContext.v1"}})
     nlp.to_disk(tmp_path / "p")
     loaded = spacy.load(tmp_path / "p")  # the factories run again: still one entry
     ours = [r for r in loaded.meta["requirements"] if r.startswith("spacy-clinchunk")]

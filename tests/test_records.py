@@ -168,3 +168,20 @@ def test_cli_parquet_to_stdout_is_one_line_error(tmp_path, capsys):
     note.write_text(NOTE, encoding="utf-8")
     assert main(["chunk", str(note), "--strategy", "simple", "--format", "parquet"]) == 2
     assert capsys.readouterr().err.strip() == "error: --format parquet needs --output FILE.parquet"
+
+
+def test_records_find_assertion_values_under_another_prefix_through_docbin(tmp_path):
+    from spacy.tokens import DocBin
+
+    from spacy_clinchunk.pipeline import load_pipeline
+
+    nlp = load_pipeline("retrieval")
+    nlp.add_pipe("clin_context_assertion", before="clin_focus", config={"extension_prefix": "rec_"})
+    doc = nlp("No fever. Mother with lupus.")
+    assert doc.spans["clin_chunks"][0]._.rec_assertion == "negated"
+    assert doc.spans["clin_chunks"][0]._.clin_assertion is None  # nothing under the package names
+    restored = next(DocBin().from_bytes(DocBin(docs=[doc], store_user_data=True).to_bytes()).get_docs(nlp.vocab))
+    for group in ("clin_chunks", "clin_focus"):
+        got = [(r["text"], r["assertion"]) for r in chunk_records(restored, group)]
+        assert got[0] == ("No fever", "negated")
+        assert got[-1][1] == "family"

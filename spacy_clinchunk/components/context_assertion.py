@@ -217,9 +217,18 @@ class ContextAssertion(Pipe):
         try:
             for span, result in engine.annotate(doc, groups):
                 self.extension_names.write(span, result)
+            self._declare_names(doc)
         except Exception as err:
             error_handler(self.name, self, [doc], err)
         return doc
+
+    def _declare_names(self, doc: Doc) -> None:
+        """Under another prefix, each annotated group says where its values are (records ask it)."""
+        if self.extension_names.prefix == attrs.PREFIX:
+            return
+        for key in self.span_keys:
+            if key != ENTS and key in doc.spans:
+                attrs.declare_field_names(doc.spans[key], self.extension_names.fields)
 
     def _targets(self, doc: Doc, key: str) -> List[Span]:
         if key == ENTS:

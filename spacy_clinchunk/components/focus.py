@@ -44,7 +44,7 @@ from ..spans import Range, TokenIndex, doc_text
 
 FACTORY = "clin_focus"
 FOCUS_LABEL = "focus"
-ASSERTION_ATTRS = tuple(attrs.ext(f) for f in ("assertion", "assertion_cues", "assertion_statuses"))  # flags derive
+ASSERTION_FIELDS = ("assertion", "assertion_cues", "assertion_statuses")  # the flags derive from these
 RESOURCE_NAMES = (
     "focus_cut_phrases",
     "focus_lead_phrases",
@@ -351,6 +351,10 @@ class ClinFocus(ChunkRefiner):
         owners = sorted(set(owners))
         focus = [Span(doc, s, e, label=FOCUS_LABEL) for s, e, _ in owners]
         doc.spans[self.focus_key] = focus
+        names = attrs.field_names(doc.spans.get(self.spans_key))
+        carried = {field: names[field] for field in ASSERTION_FIELDS}
+        if carried != {field: attrs.ext(field) for field in ASSERTION_FIELDS}:  # assertion under another prefix
+            attrs.declare_field_names(doc.spans[self.focus_key], carried)
         links: Dict[int, List[int]] = {number: [] for number in range(len(chunks))}
         statuses: Dict[int, Dict[str, object]] = {}
         for position, (span, (_, _, number)) in enumerate(zip(focus, owners)):
@@ -358,19 +362,19 @@ class ClinFocus(ChunkRefiner):
             underscore = span._
             underscore.clin_focus_of = number
             if number not in statuses:
-                statuses[number] = _assertion_of(chunks[number])
+                statuses[number] = _assertion_of(chunks[number], carried)
             for name, value in statuses[number].items():
                 setattr(underscore, name, list(value) if isinstance(value, list) else value)
         for number, chunk in enumerate(chunks):
             chunk._.clin_focus_ids = links[number]
 
 
-def _assertion_of(chunk: Span) -> Dict[str, object]:
-    """The chunk's assertion attributes that are set (none when no assertion ran)."""
-    underscore = chunk._
-    if underscore.clin_assertion is None:
+def _assertion_of(chunk: Span, names: Dict[str, str]) -> Dict[str, object]:
+    """The chunk's assertion attributes that are set, by attribute name (none when no assertion ran)."""
+    if not Span.has_extension(names["assertion"]) or chunk._.get(names["assertion"]) is None:
         return {}
-    values = {name: getattr(underscore, name) for name in ASSERTION_ATTRS}
+    underscore = chunk._
+    values = {name: underscore.get(name) for name in names.values() if Span.has_extension(name)}
     return {name: value for name, value in values.items() if value is not None}
 
 

@@ -59,23 +59,30 @@ def chunk_id(doc_id: str, start: int, end: int) -> str:
     return f"{doc_id}:{start}-{end}"
 
 
-def registered_extensions(skip: Iterable[str] = ()) -> List[Tuple[str, Any]]:
-    """(field, default) of the package's span extensions registered now, less ``skip``."""
+def registered_extensions(group: Any = None, skip: Iterable[str] = ()) -> List[Tuple[str, str, Any]]:
+    """(field, attribute, default) of the span extensions registered now for the spans of
+    ``group`` (its own attribute names, :func:`attrs.field_names`), less ``skip``."""
     skipped = set(skip)
-    return [(n, d) for n, d in attrs.SPAN_EXTENSIONS.items() if n not in skipped and Span.has_extension(attrs.ext(n))]
+    names = attrs.field_names(group)
+    return [
+        (field, names[field], default)
+        for field, default in attrs.SPAN_EXTENSIONS.items()
+        if field not in skipped and Span.has_extension(names[field])
+    ]
 
 
-def span_attributes(span: Span, extensions: Optional[List[Tuple[str, Any]]] = None) -> Dict[str, Any]:
+def span_attributes(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None) -> Dict[str, Any]:
     """Every package extension attribute the pipeline set on ``span`` (non-default values).
 
-    ``extensions`` (from :func:`registered_extensions`) lets a caller with many spans look
-    the registry up once; ``span._`` is built once per span, not once per attribute."""
+    ``extensions`` (from :func:`registered_extensions` of the span's group) lets a caller with
+    many spans look the registry up once; ``span._`` is built once per span, not once per
+    attribute."""
     found: Dict[str, Any] = {}
     underscore = span._
-    for name, default in registered_extensions() if extensions is None else extensions:
-        value = getattr(underscore, attrs.ext(name))
+    for field, name, default in registered_extensions() if extensions is None else extensions:
+        value = getattr(underscore, name)
         if value is not None and value != default:
-            found[name] = value
+            found[field] = value
     return found
 
 
@@ -97,7 +104,7 @@ def chunk_records(doc: Doc, spans_key: str = attrs.CHUNKS_KEY) -> List[Dict[str,
     source = doc._.clin_source
     seen: Dict[str, int] = {}
     records = []
-    extensions = registered_extensions()
+    extensions = registered_extensions(doc.spans.get(spans_key))
     for index, span in enumerate(span_group(doc, spans_key)):
         base = chunk_id(doc_id, span.start_char, span.end_char)
         repeat = seen.get(base, 0)
@@ -131,10 +138,15 @@ def iter_records(docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY) -> Iter
         yield from chunk_records(doc, spans_key)
 
 
-def span_record(span: Span) -> Dict[str, Any]:
+def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None) -> Dict[str, Any]:
     record: Dict[str, Any] = {"text": span.text, "start": span.start_char, "end": span.end_char}
-    record.update(span_attributes(span))
+    record.update(span_attributes(span, extensions))
     return record
+
+
+def _group_records(group: Any) -> List[Dict[str, Any]]:
+    extensions = registered_extensions(group)
+    return [span_record(s, extensions) for s in group]
 
 
 def doc_to_record(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, doc_id: Optional[str] = None) -> Dict[str, Any]:
@@ -144,8 +156,8 @@ def doc_to_record(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, doc_id: Optional[
     """
     attrs.register_extensions()
     record: Dict[str, Any] = {"id": doc_id if doc_id is not None else doc._.clin_doc_id}
-    record["chunks"] = [span_record(s) for s in doc.spans[spans_key]] if spans_key in doc.spans else []
-    others = {key: [span_record(s) for s in group] for key, group in doc.spans.items() if key != spans_key}
+    record["chunks"] = _group_records(doc.spans[spans_key]) if spans_key in doc.spans else []
+    others = {key: _group_records(group) for key, group in doc.spans.items() if key != spans_key}
     if others:
         record["groups"] = others
     doc_extras: Dict[str, Any] = {}
