@@ -82,13 +82,13 @@ class AtomicFile:
             raise
 
     def commit(self) -> None:
-        """Flush, sync and rename into place (an ``OSError`` removes the temp file, then propagates)."""
+        """Flush, sync and rename into place; on any failure (an interrupt too) the temp file goes."""
         try:
             self.handle.flush()
             os.fsync(self.handle.fileno())
             self.handle.close()
             os.replace(self.tmp, self.path)
-        except OSError:
+        except BaseException:
             self.abort()
             raise
 
