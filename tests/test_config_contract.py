@@ -163,8 +163,8 @@ def test_pipelines_saved_by_version_1_still_load(tmp_path):
 
 # -- bad settings: one line naming the component, the setting and what it allows -----------
 # (factory, setting, bad value, part of the one line); the types and ranges are the factory's
-NOT_INT, TOO_LOW_0, TOO_LOW_1 = "not a valid integer", "greater than or equal to 0", "greater than or equal to 1"
-NOT_BOOL = "could not be parsed to a boolean"
+NOT_INT, TOO_LOW_0, TOO_LOW_1 = "must be an integer", "must be an integer >= 0", "must be an integer >= 1"
+NOT_BOOL = "must be true or false"
 BAD = [
     ("clin_punct_splitter", "keep_coordinated", "maybe", NOT_BOOL),
     ("clin_conj_splitter", "min_words_before", 0, TOO_LOW_1),
@@ -177,14 +177,14 @@ BAD = [
     ("clin_cleaner", "min_cleaned_chunk_length_chars", -1, TOO_LOW_0),
     ("clin_cleaner", "filter_short_low_value_chunks_max_words", -2, TOO_LOW_0),
     ("clin_cleaner", "strip_list_markers", "maybe", NOT_BOOL),
-    ("clin_semantic_window", "mode", "fast", "permitted: 'exact', 'pooled'"),
+    ("clin_semantic_window", "mode", "fast", "must be one of 'exact', 'pooled'"),
     ("clin_semantic_window", "window_size", 0, TOO_LOW_1),
     ("clin_semantic_window", "step_size", 0, TOO_LOW_1),
-    ("clin_semantic_window", "threshold", 3, "less than or equal to 1"),
-    ("clin_semantic_window", "threshold", -1.5, "greater than or equal to -1"),
-    ("clin_semantic_window", "threshold", "abc", "not a valid float"),
+    ("clin_semantic_window", "threshold", 3, "must be a number from -1 to 1, got 3"),
+    ("clin_semantic_window", "threshold", -1.5, "must be a number from -1 to 1, got -1.5"),
+    ("clin_semantic_window", "threshold", "abc", "must be a number from -1 to 1, got 'abc'"),
     ("clin_semantic_window", "min_segment_words", -1, TOO_LOW_0),
-    ("clin_semantic_window", "split_at", "max", "permitted: 'drop', 'minimum'"),
+    ("clin_semantic_window", "split_at", "max", "must be one of 'drop', 'minimum'"),
     ("clin_semantic_window", "negation_merge", "maybe", NOT_BOOL),
     ("clin_semantic_window", "negation_merge_max_words", -1, TOO_LOW_0),
     ("clin_semantic_window", "batch_size", 0, TOO_LOW_1),
@@ -224,7 +224,7 @@ def test_bad_setting_fails_at_load_with_one_line(tmp_path, factory, setting, val
     with pytest.raises(PipelineError) as info:
         load_pipeline(config_of(tmp_path, factory), {f"components.{factory}.{setting}": value})
     line = str(info.value)
-    assert line.startswith(f"{factory}: {setting}: ") and message in line and "\n" not in line, line
+    assert line.startswith(f"{factory}: {setting} ") and message in line and "\n" not in line, line
 
 
 @pytest.mark.matrix
@@ -248,7 +248,7 @@ def test_bad_setting_of_a_saved_pipeline_is_one_line(tmp_path):
     load_pipeline("punct_conj_cleaned").to_disk(tmp_path / "p")
     with pytest.raises(PipelineError) as info:
         load_pipeline(tmp_path / "p", {"components.clin_cleaner.max_cleanup_passes": -1})
-    assert str(info.value) == "clin_cleaner: max_cleanup_passes: ensure this value is greater than or equal to 0, got -1"
+    assert str(info.value) == "clin_cleaner: max_cleanup_passes must be an integer >= 0, got -1"
 
 
 def test_pipe_classes_have_no_setting_defaults():
@@ -275,7 +275,7 @@ def test_cli_prints_one_line_for_a_bad_setting(tmp_path, capsys):
     code = main(["chunk", str(note), "--strategy", "punct_conj_cleaned", "--components.clin_cleaner.max_cleanup_passes=-1"])
     err = capsys.readouterr().err.strip()
     assert code == 2
-    assert err == "error: clin_cleaner: max_cleanup_passes: ensure this value is greater than or equal to 0, got -1"
+    assert err == "error: clin_cleaner: max_cleanup_passes must be an integer >= 0, got -1"
 
 
 @pytest.mark.matrix

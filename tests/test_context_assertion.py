@@ -882,10 +882,10 @@ def _concepts(nlp, text, *concepts):
 @pytest.mark.parametrize(
     "setting,value,message",
     [
-        ("max_scope", 0, "max_scope: ensure this value is greater than or equal to 1, got 0"),
-        ("max_scope", True, "max_scope: value is not a valid integer, got True"),
-        ("include_default_rules", "maybe", "include_default_rules: value is not a valid boolean, got 'maybe'"),
-        ("extension_prefix", "1x", "extension_prefix: string does not match regex"),
+        ("max_scope", 0, "max_scope must be an integer >= 1 or null, got 0"),
+        ("max_scope", True, "max_scope must be an integer >= 1 or null, got True"),
+        ("include_default_rules", "maybe", "include_default_rules must be true or false, got 'maybe'"),
+        ("extension_prefix", "1x", "extension_prefix must be a string matching ^[A-Za-z_][A-Za-z0-9_]*$, got '1x'"),
     ],
 )
 def test_a_bad_setting_is_one_line_through_load_pipeline(saved_assertion, setting, value, message):

@@ -551,11 +551,11 @@ def test_multiprocess_pipe_with_heuristic_context():
 
 @pytest.mark.parametrize("setting,value,says", [
     ("chunk_overlap", 1000, "chunk_overlap (1000) must be less than chunk_size (1000)"),
-    ("chunk_size", 0, "chunk_size: ensure this value is greater than or equal to 1"),
-    ("align", "paragraphs", "align: unexpected value; permitted: 'tokens', 'sentences', 'clin_chunks'"),
-    ("oversized_document", "truncate", "oversized_document: unexpected value"),
-    ("max_concurrency", 1.5, "max_concurrency: value is not a valid integer"),
-    ("document_chars", -1, "document_chars: ensure this value is greater than or equal to 0"),
+    ("chunk_size", 0, "chunk_size must be an integer >= 1"),
+    ("align", "paragraphs", "align must be one of 'tokens', 'sentences', 'clin_chunks'"),
+    ("oversized_document", "truncate", "oversized_document must be one of 'truncate_middle', 'head', 'skip'"),
+    ("max_concurrency", 1.5, "max_concurrency must be an integer >= 1"),
+    ("document_chars", -1, "document_chars must be an integer >= 0 or null"),
 ])
 def test_a_bad_setting_is_one_line_naming_it(setting, value, says):
     from spacy_clinchunk.pipeline import PipelineError, load_pipeline

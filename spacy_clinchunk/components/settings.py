@@ -10,12 +10,13 @@ defaults, no range table.
 Annotations must stay real objects (no ``from __future__ import annotations`` in factory
 modules): spaCy reads them from the signature at run time.
 """
-from typing import Any, Optional
+import inspect
+from typing import Any, Literal, Optional, Union, get_args, get_origin
 
 try:  # spaCy validates with pydantic's v1 API under both pydantic generations
-    from pydantic.v1 import confloat, conint
+    from pydantic.v1 import StrictBool, confloat, conint
 except ImportError:  # pragma: no cover - pydantic 1
-    from pydantic import confloat, conint  # type: ignore[no-redef]
+    from pydantic import StrictBool, confloat, conint  # type: ignore[no-redef]
 
 # integers are strict (a float or a bool is refused, never truncated); numbers are not
 NonNegativeInt = conint(strict=True, ge=0)
@@ -30,10 +31,11 @@ class SettingError(ValueError):
 
 
 def describe_config_error(err: Exception) -> Optional[str]:
-    """One line for spaCy's ``ConfigValidationError`` (else None): component, setting, why, value.
+    """One line for spaCy's ``ConfigValidationError`` (else None): component, setting, rule, value.
 
-    Works with both confection generations (spaCy 3.7: ``loc=(setting,)``, ``parent=name``;
-    spaCy 3.8: ``loc=[factory, setting]``, no parent).
+    The rule is read from the factory's signature (the types above), so the line is the same
+    whichever validator spaCy runs (pydantic under spaCy 3.7, confection's own under 3.8, whose
+    messages name type classes); the validator's message is the fallback.
     """
     errors = getattr(err, "errors", None) or []
     if not errors:
@@ -46,5 +48,64 @@ def describe_config_error(err: Exception) -> Optional[str]:
     loc = [str(part) for part in item.get("loc", ())]
     setting = loc[-1] if loc else "?"
     value: Any = config.get(setting)
-    got = f", got {value!r}" if value is not None else ""
-    return f"{component}: {setting}: {item.get('msg', 'invalid value')}{got}"
+    got = f", got {value!r}" if setting in config else ""
+    rule = _rule(_annotation(factory, setting))
+    if rule is None:
+        msg = str(item.get("msg", "invalid value"))
+        return f"{component}: {setting}: {msg.removeprefix('at root: ')}{got}"
+    return f"{component}: {setting} must be {rule}{got}"
+
+
+def _annotation(factory: Optional[str], setting: str) -> Any:
+    if not factory:
+        return None
+    from spacy.util import registry
+
+    try:
+        func = registry.factories.get(factory)
+    except Exception:  # not a registered factory (e.g. a registered function's block)
+        return None
+    parameter = inspect.signature(func).parameters.get(setting)
+    return None if parameter is None else parameter.annotation
+
+
+def _rule(annotation: Any) -> Optional[str]:
+    """What a setting of this type allows, in words (None when we cannot say)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin is Union and type(None) in args:
+        inner = [a for a in args if a is not type(None)]
+        rule = _rule(inner[0]) if len(inner) == 1 else None
+        return None if rule is None else rule + " or null"
+    if not isinstance(annotation, type):
+        return None
+    if issubclass(annotation, bool) or annotation is StrictBool:  # pydantic's StrictBool is an int subclass
+        return "true or false"
+    if issubclass(annotation, int):
+        return "an integer" + _bounds(annotation)
+    if issubclass(annotation, float):
+        return "a number" + _bounds(annotation)
+    if issubclass(annotation, str):
+        regex = getattr(annotation, "regex", None)
+        return "a string" + (f" matching {regex.pattern}" if regex is not None else "")
+    return None
+
+
+def _bounds(annotation: type) -> str:
+    low = getattr(annotation, "ge", None)
+    high = getattr(annotation, "le", None)
+    above = getattr(annotation, "gt", None)
+    if low is not None and high is not None:
+        return f" from {_num(low)} to {_num(high)}"
+    if low is not None:
+        return f" >= {_num(low)}"
+    if above is not None:
+        return f" > {_num(above)}"
+    if high is not None:
+        return f" <= {_num(high)}"
+    return ""
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
