@@ -66,9 +66,11 @@ def flagship_doc(tmp_path_factory):
 
 
 # -- which window a chunk falls in -----------------------------------------------------------
-def test_window_of_takes_the_largest_overlap_and_the_first_of_equals():
+def test_window_of_takes_the_largest_overlap_then_the_nearest_middle():
     windows = [(0, 10), (6, 20), (18, 30)]
-    assert window_of([(0, 5), (7, 9), (8, 19), (19, 25), (31, 40), (10, 10)], windows) == [0, 0, 1, 2, None, None]
+    chunks = [(0, 5), (6, 8), (18, 20), (8, 19), (19, 25), (31, 40), (10, 10)]
+    assert window_of(chunks, windows) == [0, 0, 2, 1, 2, None, None]
+    assert window_of([(4, 6)], [(0, 10), (0, 10)]) == [0]  # the first of equals
     assert window_of([(1, 2)], []) == [None]
 
 
@@ -82,9 +84,9 @@ def test_window_of_agrees_with_a_scan_of_every_window(data):
     chunks = [(s, s + n) for s, n in data.draw(st.lists(st.tuples(st.integers(0, 260), st.integers(1, 40)), max_size=20))]
 
     def scan(start, end):
-        shared = [min(end, e) - max(start, s) for s, e in windows]
-        best = max(shared)
-        return shared.index(best) if best > 0 else None
+        keys = [(min(end, e) - max(start, s), -abs(s + e - start - end)) for s, e in windows]
+        best = max(keys)
+        return keys.index(best) if best[0] > 0 else None
 
     assert window_of(chunks, windows) == [scan(s, e) for s, e in chunks]
 

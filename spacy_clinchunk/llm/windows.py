@@ -140,8 +140,10 @@ def _boundaries(doc: Doc, starts: List[int], ends: List[int], align: str, owner:
 # -- the window of each chunk ---------------------------------------------------------
 def window_of(chunks: Sequence[Tuple[int, int]], windows: Sequence[Tuple[int, int]]) -> List[Optional[int]]:
     """For each chunk ``(start_char, end_char)``, the index of the window it shares most
-    characters with (the first of equals); ``None`` for a chunk that touches no window.
+    characters with; ``None`` for a chunk that touches no window.
 
+    A chunk inside the overlap of two windows shares all of itself with both: it goes to the
+    one whose middle is nearest its own (the one it is more central to), the first of equals.
     ``windows`` are in order, their starts and ends both increasing (as :func:`token_windows`
     writes them), so the windows a chunk touches are found by bisect: linear in practice.
     """
@@ -149,11 +151,12 @@ def window_of(chunks: Sequence[Tuple[int, int]], windows: Sequence[Tuple[int, in
     window_ends = [end for _, end in windows]
     found: List[Optional[int]] = []
     for start, end in chunks:
-        best, best_shared = None, 0
+        best, best_key = None, (0, 0)
         for index in range(bisect_right(window_ends, start), bisect_left(window_starts, end)):
             shared = min(end, window_ends[index]) - max(start, window_starts[index])
-            if shared > best_shared:
-                best, best_shared = index, shared
+            key = (shared, -abs(window_starts[index] + window_ends[index] - start - end))
+            if shared > 0 and (best is None or key > best_key):
+                best, best_key = index, key
         found.append(best)
     return found
 
