@@ -130,6 +130,22 @@ def test_records_of_the_chunks_carry_assertion_focus_and_context(module_server, 
     assert any(r["assertion"] == "negated" for r in records)
 
 
+def test_chunk_strategy_contextual_prints_the_clause_chunks_with_their_context(module_server):
+    import json
+
+    from cli_helpers import run_cli
+
+    module_server.reset()
+    result = run_cli("chunk", EXAMPLE_NOTE, "--strategy", "contextual", "--format", "jsonl",
+                     "--components.clin_llm_context.model.base_url", module_server.url)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (record,) = [json.loads(line) for line in result.stdout.splitlines()]
+    chunks = record["chunks"]  # the clause chunks (clin_chunks), not the windows
+    assert len(chunks) > 3 * len(record["groups"][WINDOWS]) and module_server.calls == len(record["groups"][WINDOWS])
+    assert all(c["context"].startswith(ANSWER) and c["assertion"] for c in chunks)
+    assert all(c["enriched_text"] == f"{c['context']}\n\n{c['text']}" for c in chunks)
+
+
 @pytest.mark.parametrize("mode", ["dead", "malformed", "refusal"])
 def test_a_failing_server_gives_the_heuristic_context_and_one_warning(mode, module_server, tmp_path_factory):
     module_server.reset()
