@@ -132,7 +132,9 @@ def span_keys_of(nlp: Language) -> Tuple[Tuple[str, ...], str]:
     """``(groups written, chunks group)`` of a loaded pipeline.
 
     The chunks group is what ``meta.json`` declares (``"clinchunk": {"spans_key": ...}``), else
-    the ``spans_key`` of the last component that has one, else ``clin_chunks``.
+    the ``chunks_key`` or ``spans_key`` of the last component that has one (a ``chunks_key``
+    names the chunks a component annotates, as ``clin_llm_context`` does in ``contextual``),
+    else ``clin_chunks``.
     """
     written: List[str] = []
     last: Optional[str] = None
@@ -141,6 +143,9 @@ def span_keys_of(nlp: Language) -> Tuple[Tuple[str, ...], str]:
         if own is not None:
             written.append(own)
             last = own
+        annotated = _key(pipe, "chunks_key")  # a group it annotates, not writes (clin_llm_context)
+        if annotated is not None:
+            last = annotated
         focus = _key(pipe, "focus_key")
         if focus is not None:
             written.append(focus)

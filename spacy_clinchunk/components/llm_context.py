@@ -5,6 +5,9 @@ The note is cut into windows of ``chunk_size`` tiktoken tokens overlapping by ab
 or chunk boundaries (:mod:`spacy_clinchunk.llm.windows`). For each window an LLM (or the
 heuristic builder) writes a short context that situates it in the note;
 ``Span._.clin_enriched_text`` is that context, a blank line and the window's text.
+With ``chunks_key`` set (strategy ``contextual``: after the clause chunkers, assertion and
+focus), every span of that group also gets the context of the window it shares most text
+with, and its own enriched text: clause chunks that carry assertion, focus and context.
 
 The prompt template is data (``initialize(prompt=...)``, saved by ``to_disk``); the calls
 run through :mod:`~spacy_clinchunk.llm.scheduler`; answers are cleaned by
@@ -30,7 +33,7 @@ from ..llm.output import clean_context
 from ..llm.prompt import PromptTemplate, read_prompt
 from ..llm.scheduler import Breaker, CallPool, DocWork, Job, ask, in_order, sum_usage
 from ..llm import tokens as llm_tokens  # tiktoken itself loads on first use
-from ..llm.windows import Align, Oversized, content_id, fit_document, prompt_limit, token_windows
+from ..llm.windows import Align, Oversized, content_id, fit_document, prompt_limit, token_windows, window_of
 from .base import require_extra
 from .settings import NonNegativeInt, PositiveInt, SettingError
 
@@ -50,6 +53,7 @@ class LLMContextError(RuntimeError):
     FACTORY,
     default_config={
         "spans_key": attrs.RAG_CHUNKS_KEY,
+        "chunks_key": None,
         "chunk_size": 1000,
         "chunk_overlap": 200,
         "encoding": "cl100k_base",
@@ -84,6 +88,7 @@ def make_llm_context(
     nlp: Language,
     name: str,
     spans_key: str,
+    chunks_key: Optional[str],
     chunk_size: PositiveInt,
     chunk_overlap: NonNegativeInt,
     encoding: str,
@@ -105,6 +110,8 @@ def make_llm_context(
 ):
     if chunk_overlap >= chunk_size:
         raise SettingError(f"{name}: chunk_overlap ({chunk_overlap}) must be less than chunk_size ({chunk_size})")
+    if chunks_key is not None and chunks_key in ("", spans_key):
+        raise SettingError(f"{name}: chunks_key must name another group than spans_key ('{spans_key}'), or be null")
     if not (hasattr(model, "complete") or hasattr(model, "describe")):
         raise SettingError(f"{name}: model must be an LLM client or spacy_clinchunk.HeuristicContext.v1")
     if fallback is not None and not hasattr(fallback, "describe"):
@@ -124,6 +131,7 @@ def make_llm_context(
         nlp,
         name,
         spans_key=spans_key,
+        chunks_key=chunks_key,
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         encoding=encoding,
@@ -153,6 +161,7 @@ class LLMContext(Pipe):
         name: str,
         *,
         spans_key: str,
+        chunks_key: Optional[str],
         chunk_size: int,
         chunk_overlap: int,
         encoding: str,
@@ -174,6 +183,7 @@ class LLMContext(Pipe):
         attrs.register_extensions()
         self.name = name
         self.spans_key = spans_key
+        self.chunks_key = chunks_key  # clause chunks that get their window's context (None: windows only)
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.encoding_name = encoding
@@ -231,6 +241,7 @@ class LLMContext(Pipe):
         return token_windows(
             doc, text, self.encoding, size=self.chunk_size, overlap=self.chunk_overlap,
             align=self.align, tolerance=self.align_tolerance, owner=self.name,
+            chunks_key=self.chunks_key or attrs.CHUNKS_KEY,
         )
 
     def make_chunks(self, doc: Doc, text: Optional[str] = None) -> List[Span]:
@@ -328,6 +339,7 @@ class LLMContext(Pipe):
             if work.error is not None:
                 raise work.error
             self._collect(work)
+            self.annotate_chunks(doc)
         except LLMContextError:
             raise
         except Exception as err:
@@ -362,6 +374,21 @@ class LLMContext(Pipe):
                 f"context{skipped}{reason}",
                 UserWarning,
             )
+
+    def annotate_chunks(self, doc: Doc) -> None:
+        """Give each span of ``doc.spans[chunks_key]`` the context of its window (the one it
+        shares most characters with), whoever wrote it: the model, or the fallback."""
+        if self.chunks_key is None:
+            return
+        if self.chunks_key not in doc.spans:
+            warn_once(f"{self.name}: no '{self.chunks_key}' group (chunks_key) to annotate; only the windows got context")
+            return
+        windows = list(doc.spans[self.spans_key]) if self.spans_key in doc.spans else []
+        contexts = [window._.clin_context or "" for window in windows]
+        chunks = list(doc.spans[self.chunks_key])
+        homes = window_of([(c.start_char, c.end_char) for c in chunks], [(w.start_char, w.end_char) for w in windows])
+        for chunk, home in zip(chunks, homes):
+            _set_context(chunk, "" if home is None else contexts[home])
 
     def _fallback(self, text: str, span: Span, index: int, total: int) -> str:
         if self.fallback is None:

@@ -1,4 +1,5 @@
-"""Token windows over a note, snapped to sentences or chunks, and the note cut to fit a prompt.
+"""Token windows over a note, snapped to sentences or chunks, the window each chunk falls in,
+and the note cut to fit a prompt.
 
 Windowing costs one tiktoken encode of the note plus one per window (linear in the note):
 windows are fitted by bisect over the tokens' character extents
@@ -8,7 +9,7 @@ Windows are whole spaCy tokens: ``(first_token, end_token, tiktoken_count)``.
 """
 import hashlib
 from bisect import bisect_left, bisect_right
-from typing import Any, Callable, List, Literal, Optional, Tuple, get_args
+from typing import Any, Callable, List, Literal, Optional, Sequence, Tuple, get_args
 
 from spacy.tokens import Doc
 
@@ -29,9 +30,11 @@ Window = Tuple[int, int, int]  # first spaCy token, end token, tiktoken count
 
 
 def token_windows(
-    doc: Doc, text: str, encoding: Any, *, size: int, overlap: int, align: str, tolerance: int, owner: str
+    doc: Doc, text: str, encoding: Any, *, size: int, overlap: int, align: str, tolerance: int, owner: str,
+    chunks_key: str = attrs.CHUNKS_KEY,
 ) -> List[Window]:
-    """Windows of at most ``size`` tokens overlapping by about ``overlap``, in order."""
+    """Windows of at most ``size`` tokens overlapping by about ``overlap``, in order
+    (``align = "clin_chunks"`` snaps them to the spans of ``doc.spans[chunks_key]``)."""
     from spacy.attrs import IDX, IS_SPACE, LENGTH
 
     if not len(doc):
@@ -47,7 +50,7 @@ def token_windows(
     if len(tokens) <= size:  # most notes: one window, one encode
         return [(words[0], words[-1] + 1, len(tokens))]
     offsets = TokenOffsets(text[starts[0] : ends[-1]], encoding, tokens, offset=starts[0])
-    boundaries = _boundaries(doc, starts, ends, align, owner)
+    boundaries = _boundaries(doc, starts, ends, align, owner, chunks_key)
     n = len(words)
     tolerance = min(tolerance, size // 4)
     windows: List[Window] = []
@@ -117,21 +120,45 @@ def _snap_start(
     return best
 
 
-def _boundaries(doc: Doc, starts: List[int], ends: List[int], align: str, owner: str) -> List[int]:
+def _boundaries(doc: Doc, starts: List[int], ends: List[int], align: str, owner: str, chunks_key: str) -> List[int]:
     """Word indices ``i`` where a unit begins (a boundary between word ``i-1`` and ``i``)."""
     if align == "tokens":
         return []
-    if align == "clin_chunks" and attrs.CHUNKS_KEY in doc.spans:
-        units = [(span.start_char, span.end_char) for span in doc.spans[attrs.CHUNKS_KEY]]
+    if align == "clin_chunks" and chunks_key in doc.spans:
+        units = [(span.start_char, span.end_char) for span in doc.spans[chunks_key]]
     else:
         if align == "clin_chunks":
-            warn_once(f"{owner}: align='clin_chunks' but no '{attrs.CHUNKS_KEY}' group; using sentences")
+            warn_once(f"{owner}: align='clin_chunks' but no '{chunks_key}' group; using sentences")
         units = seed_ranges(doc)
     found = set()
     for start, end in units:
         found.add(bisect_left(starts, start))
         found.add(bisect_right(ends, end))
     return sorted(b for b in found if 0 < b < len(starts))
+
+
+# -- the window of each chunk ---------------------------------------------------------
+def window_of(chunks: Sequence[Tuple[int, int]], windows: Sequence[Tuple[int, int]]) -> List[Optional[int]]:
+    """For each chunk ``(start_char, end_char)``, the index of the window it shares most
+    characters with; ``None`` for a chunk that touches no window.
+
+    A chunk inside the overlap of two windows shares all of itself with both: it goes to the
+    one whose middle is nearest its own (the one it is more central to), the first of equals.
+    ``windows`` are in order, their starts and ends both increasing (as :func:`token_windows`
+    writes them), so the windows a chunk touches are found by bisect: linear in practice.
+    """
+    window_starts = [start for start, _ in windows]
+    window_ends = [end for _, end in windows]
+    found: List[Optional[int]] = []
+    for start, end in chunks:
+        best, best_key = None, (0, 0)
+        for index in range(bisect_right(window_ends, start), bisect_left(window_starts, end)):
+            shared = min(end, window_ends[index]) - max(start, window_starts[index])
+            key = (shared, -abs(window_starts[index] + window_ends[index] - start - end))
+            if shared > 0 and (best is None or key > best_key):
+                best, best_key = index, key
+        found.append(best)
+    return found
 
 
 # -- the note as it goes into each prompt ----------------------------------------------
