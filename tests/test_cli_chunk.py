@@ -384,3 +384,41 @@ def test_index_focus_records_carry_their_chunk_id(tmp_path):
     assert wrong.returncode != 0 and wrong.stderr.count("\n") == 1 and "clin_focus" in wrong.stderr
     table_too = cli("-", "--strategy", "retrieval", "--index", "focus", stdin=SHORT)
     assert table_too.returncode != 0 and table_too.stderr.startswith("error: --index goes with --format")
+
+
+# -- the light install: the default runs without torch ----------------------------------------
+NO_TORCH = """
+import importlib.abc, sys
+
+class NoTorch(importlib.abc.MetaPathFinder):  # as in a venv of `make run`: torch is not there
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "torch":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoTorch())
+import spacy  # thinc imports torch when it is installed; here it finds none
+from spacy_clinchunk.cli import main
+code = main(["chunk", sys.argv[1], *sys.argv[2:]])
+assert not [m for m in sys.modules if m.split(".")[0] == "torch"], "torch imported"
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("source", ["default", "flagship chain"])
+def test_the_default_loads_and_runs_without_torch(source, tmp_path):
+    if source == "default":
+        if "clin_semantic_window" in _factories("default").values():
+            pytest.skip("configs/default.cfg is still the semantic window (needs torch) until the new flagship lands")
+        args = ["--strategy", "default"]
+    else:  # the flagship's chain from existing factories (what the new default builds on)
+        nlp = load_nlp("assertion")
+        nlp.add_pipe("clin_focus")
+        nlp.config.to_disk(tmp_path / "flagship.cfg")
+        args = ["--config", str(tmp_path / "flagship.cfg")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-c", NO_TORCH, str(EXAMPLE_NOTE), *args], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("# discharge_summary_en: ") and "  [negated] cues: " in result.stdout
