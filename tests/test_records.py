@@ -246,3 +246,36 @@ def test_flagship_records_in_jsonl_parquet_and_dataset(flagship_docs, tmp_path, 
     rows = table.to_pylist()
     assert rows == datasets.load_from_disk(str(tmp_path / "out_ds")).to_list() == to_dataset(flagship_docs, index=index).to_list()
     assert [(r["id"], r["parent_id"], r["focus"]) for r in rows] == [(r["id"], r["parent_id"], r["focus"]) for r in expected]
+
+
+def test_records_read_only_what_the_pipeline_sets_and_lose_nothing(flagship_docs, nlp):
+    """``fields_written``: the fields the components declare (``assigns``); records built with
+    it equal the records that read every field, and an undeclared component reads them all."""
+    from spacy.language import Language
+
+    from spacy_clinchunk.export.records import fields_written
+
+    assert fields_written(nlp) == {"assertion", "assertion_cues", "assertion_statuses", "section"}
+    flagship = load_nlp("assertion")
+    flagship.add_pipe("clin_focus")
+    fields = fields_written(flagship)
+    assert {"focus_of", "focus_ids", "assertion"} <= fields
+    for doc in flagship_docs:
+        for index in ("chunks", "focus"):
+            assert chunk_records(doc, index=index, fields=fields) == chunk_records(doc, index=index)
+        assert doc_to_record(doc, fields=fields) == doc_to_record(doc)
+
+    @Language.component("test_sets_hpo_undeclared")
+    def sets_hpo(doc):
+        for span in doc.spans.get("clin_chunks", []):
+            span._.clin_hpo_id = "HP:0000001"
+        return doc
+
+    custom = spacy.blank("en")
+    custom.add_pipe("sentencizer")
+    custom.add_pipe("clin_punct_splitter")
+    assert fields_written(custom) == frozenset()
+    custom.add_pipe("test_sets_hpo_undeclared")
+    assert fields_written(custom) is None
+    record = chunk_records(custom("Fever."), fields=fields_written(custom))[0]
+    assert record["attributes"] == {"hpo_id": "HP:0000001"}

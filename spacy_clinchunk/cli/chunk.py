@@ -111,10 +111,12 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     if asked is not None and resolved.spans_keys and asked not in resolved.spans_keys:
         raise CLIError(f"--spans-key '{asked}': the pipeline writes no such group (it writes {', '.join(resolved.spans_keys)})")
     from ..corpus.spec import prepare
+    from ..export.records import fields_written
     from .table import focus_key_of
 
     prepare(nlp, args.max_length)
     focus_key = focus_key_of(nlp, args.spans_key)
+    fields = fields_written(nlp)  # records read only what the components set
     if args.index == "focus" and focus_key is None:
         raise CLIError(f"--index focus needs clin_focus on the chunks of '{args.spans_key}'; this pipeline has none")
     sink = _record_sink(args)
@@ -132,9 +134,9 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
                 print(f"error: {item.id}: {error}", file=sys.stderr)
                 continue
             if sink is not None:
-                _write_records(sink, doc, args.spans_key, args.index or "chunks", focus_key)
+                _write_records(sink, doc, args.spans_key, args.index or "chunks", focus_key, fields)
             else:
-                write_doc(out, args.format, item.id, doc, args.spans_key, focus_key)
+                write_doc(out, args.format, item.id, doc, args.spans_key, focus_key, fields)
             if doc.has_extension("clin_llm_usage") and doc._.clin_llm_usage:
                 usages.append(doc._.clin_llm_usage)
     finally:
@@ -198,11 +200,11 @@ def _record_sink(args: argparse.Namespace):
         raise CLIError(str(err)) from err
 
 
-def _write_records(sink, doc, spans_key: str, index: str, focus_key: Optional[str]) -> None:
+def _write_records(sink, doc, spans_key: str, index: str, focus_key: Optional[str], fields) -> None:
     from ..export.records import RecordError, chunk_records
 
     try:
-        sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key or attrs.FOCUS_KEY))
+        sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key or attrs.FOCUS_KEY, fields=fields))
     except RecordError as err:
         raise CLIError(str(err)) from err
 
@@ -230,16 +232,18 @@ def process(nlp, files: Iterable[Any], batch_size: int) -> Iterator[Tuple[Any, A
     yield from process_items(nlp, docs, batch_size=batch_size)
 
 
-def write_doc(out: TextIO, fmt: str, doc_id: str, doc, spans_key: str, focus_key: Optional[str] = None) -> None:
+def write_doc(
+    out: TextIO, fmt: str, doc_id: str, doc, spans_key: str, focus_key: Optional[str] = None, fields=None
+) -> None:
     """One document: its JSON line (``jsonl``) or its table (:mod:`.table`)."""
     if fmt == "jsonl":
         from ..corpus.output import record_line
 
-        out.write(record_line(doc, doc_id, spans_key))
+        out.write(record_line(doc, doc_id, spans_key, fields))
         return
     from .table import write_table
 
-    write_table(out, doc_id, doc, spans_key, focus_key)
+    write_table(out, doc_id, doc, spans_key, focus_key, fields)
 
 
 def _print_llm_usage(usages: List[Dict[str, Any]]) -> None:

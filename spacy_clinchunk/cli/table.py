@@ -23,8 +23,9 @@ def focus_key_of(nlp: Any, spans_key: str) -> Optional[str]:
     return None
 
 
-def write_table(out: TextIO, doc_id: str, doc: Any, spans_key: str, focus_key: Optional[str]) -> None:
-    """One ``# id: N chunks`` header, then one line per chunk and its indented details."""
+def write_table(out: TextIO, doc_id: str, doc: Any, spans_key: str, focus_key: Optional[str], fields: Any = None) -> None:
+    """One ``# id: N chunks`` header, then one line per chunk and its indented details
+    (``fields``: the record fields the pipeline sets, ``export.records.fields_written``)."""
     from ..export.records import registered_extensions, span_attributes
 
     group = doc.spans[spans_key] if spans_key in doc.spans else None
@@ -34,7 +35,7 @@ def write_table(out: TextIO, doc_id: str, doc: Any, spans_key: str, focus_key: O
     if focus is not None:
         header += f", {len(focus)} focus spans"
     out.write(header + "\n")
-    extensions = registered_extensions(group)
+    extensions = registered_extensions(group, fields=fields)
     links = attrs.field_names(group)["focus_ids"]
     lines: List[str] = []
     for chunk in chunks:

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, TextIO, Tuple, Union
 
 from spacy.tokens import Doc, Span
 
@@ -68,15 +68,34 @@ def chunk_id(doc_id: str, start: int, end: int) -> str:
     return f"{doc_id}:{start}-{end}"
 
 
-def registered_extensions(group: Any = None, skip: Iterable[str] = ()) -> List[Tuple[str, str, Any]]:
+Fields = Optional[FrozenSet[str]]
+
+
+def fields_written(nlp: Any) -> Fields:
+    """The record fields the components of ``nlp`` declare they set on spans (``span._.clin_<field>``
+    in the ``assigns`` of their factory), or ``None`` when a component declares nothing at all
+    (then every field is read). Records of that pipeline's docs read only these: reading an
+    extension costs as much as the rest of a record."""
+    fields = set()
+    prefix = "span._." + attrs.PREFIX
+    for name in nlp.pipe_names:
+        assigns = nlp.get_pipe_meta(name).assigns
+        if not assigns:
+            return None
+        fields.update(item[len(prefix) :] for item in assigns if item.startswith(prefix))
+    return frozenset(fields)
+
+
+def registered_extensions(group: Any = None, skip: Iterable[str] = (), fields: Fields = None) -> List[Tuple[str, str, Any]]:
     """(field, attribute, default) of the span extensions registered now for the spans of
-    ``group`` (its own attribute names, :func:`attrs.field_names`), less ``skip``."""
+    ``group`` (its own attribute names, :func:`attrs.field_names`), less ``skip``; only
+    ``fields`` when given (:func:`fields_written`)."""
     skipped = set(skip)
     names = attrs.field_names(group)
     return [
         (field, names[field], default)
         for field, default in attrs.SPAN_EXTENSIONS.items()
-        if field not in skipped and Span.has_extension(names[field])
+        if field not in skipped and (fields is None or field in fields) and Span.has_extension(names[field])
     ]
 
 
@@ -89,8 +108,11 @@ def span_attributes(
     many spans look the registry up once; ``span._`` is built once per span, not once per
     attribute."""
     found: Dict[str, Any] = {}
+    extensions = registered_extensions() if extensions is None else extensions
+    if not extensions:
+        return found
     underscore = span._ if underscore is None else underscore
-    for field, name, default in registered_extensions() if extensions is None else extensions:
+    for field, name, default in extensions:
         value = getattr(underscore, name)
         if value is not None and value != default:
             found[field] = value
@@ -106,14 +128,16 @@ def span_group(doc: Doc, spans_key: str) -> List[Span]:
 
 
 def chunk_records(
-    doc: Doc, spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks", focus_key: str = attrs.FOCUS_KEY
+    doc: Doc, spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks", focus_key: str = attrs.FOCUS_KEY,
+    fields: Fields = None,
 ) -> List[Dict[str, Any]]:
     """One flat record per span of ``doc.spans[spans_key]`` (an empty group gives ``[]``).
 
     Values the pipeline did not set are ``None`` (``assertion_cues``, ``focus``: ``[]``); nothing
     is dropped. ``focus`` lists the chunk's spans of ``doc.spans[focus_key]`` (its
     ``clin_focus_ids``). With ``index="focus"`` the records are those focus spans, each with
-    ``parent_id``, the id of its chunk.
+    ``parent_id``, the id of its chunk. ``fields`` (:func:`fields_written` of the pipeline)
+    limits the extension values read to those its components set.
     """
     if index not in INDEXES:
         raise RecordError(f"unknown index '{index}'; known: {', '.join(INDEXES)}")
@@ -125,12 +149,12 @@ def chunk_records(
     if index == "focus":
         if focus_key not in doc.spans:
             raise RecordError(f"document {doc_id} has no focus group '{focus_key}' (index=focus needs clin_focus)")
-        extensions = registered_extensions(doc.spans[focus_key], skip=("focus_of",))
+        extensions = registered_extensions(doc.spans[focus_key], skip=("focus_of",), fields=fields)
         of = attrs.field_names(doc.spans[focus_key])["focus_of"]
         parents = [_parent(span, of, ids) for span in focus]
         return _records(doc, doc_id, focus_key, focus, _record_ids(doc_id, focus), extensions, parents, None)
     names = attrs.field_names(doc.spans[spans_key])
-    extensions = registered_extensions(doc.spans[spans_key])
+    extensions = registered_extensions(doc.spans[spans_key], fields=fields)
     links = names["focus_ids"] if focus and Span.has_extension(names["focus_ids"]) else None
     return _records(doc, doc_id, spans_key, chunks, ids, extensions, None, (focus, links))
 
@@ -193,10 +217,11 @@ def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_link
 
 
 def iter_records(
-    docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks", focus_key: str = attrs.FOCUS_KEY
+    docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks", focus_key: str = attrs.FOCUS_KEY,
+    fields: Fields = None,
 ) -> Iterator[Dict[str, Any]]:
     for doc in docs:
-        yield from chunk_records(doc, spans_key, index=index, focus_key=focus_key)
+        yield from chunk_records(doc, spans_key, index=index, focus_key=focus_key, fields=fields)
 
 
 def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None) -> Dict[str, Any]:
@@ -205,28 +230,31 @@ def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = N
     return record
 
 
-def _group_records(group: Any, ids: Optional[List[str]] = None) -> List[Dict[str, Any]]:
-    extensions = registered_extensions(group)
+def _group_records(group: Any, ids: Optional[List[str]] = None, fields: Fields = None) -> List[Dict[str, Any]]:
+    extensions = registered_extensions(group, fields=fields)
     if ids is None:
         return [span_record(s, extensions) for s in group]
     return [{"id": i, **span_record(s, extensions)} for i, s in zip(ids, group)]
 
 
-def doc_to_record(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, doc_id: Optional[str] = None) -> Dict[str, Any]:
+def doc_to_record(
+    doc: Doc, spans_key: str = attrs.CHUNKS_KEY, doc_id: Optional[str] = None, fields: Fields = None
+) -> Dict[str, Any]:
     """``{"id", "chunks": [{"id", "text", "start", "end", ...attributes}]}`` for one document.
 
     Each chunk carries its stable id (:func:`chunk_id`, as in :func:`chunk_records`). Every span
-    group the pipeline wrote besides ``spans_key`` is listed under ``groups``.
+    group the pipeline wrote besides ``spans_key`` is listed under ``groups``. ``fields``: as
+    in :func:`chunk_records`.
     """
     attrs.register_extensions()
     record: Dict[str, Any] = {"id": doc_id if doc_id is not None else doc._.clin_doc_id}
     if spans_key in doc.spans:
         group = doc.spans[spans_key]
         ids = _record_ids(str(record["id"]) if record["id"] not in (None, "") else document_id(doc), list(group))
-        record["chunks"] = _group_records(group, ids)
+        record["chunks"] = _group_records(group, ids, fields)
     else:
         record["chunks"] = []
-    others = {key: _group_records(group) for key, group in doc.spans.items() if key != spans_key}
+    others = {key: _group_records(group, None, fields) for key, group in doc.spans.items() if key != spans_key}
     if others:
         record["groups"] = others
     doc_extras: Dict[str, Any] = {}
