@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
-#   make run   -> installs the runtime, chunks the bundled example note with configs/default.cfg
-#   make test  -> installs runtime + test dependencies and runs the whole test suite
+#   make run   -> installs the light runtime (core + medspaCy), chunks the bundled example note
+#                 with configs/default.cfg
+#   make test  -> installs everything (torch, every extra, test tools) and runs the whole suite
 # PYTHON picks the interpreter (make run PYTHON=python3.12); scripts/find-python falls back
 # to pyenv's copy when the name is not runnable. Each interpreter gets its pinned set
 # (constraints/py3.X.txt, from scripts/lock_constraints.py) and, unless it is python3, its own venv.
@@ -23,25 +24,27 @@ check-python:
 	@test -n "$(PYTHON_BIN)" || { echo "error: no interpreter '$(PYTHON)' (PATH or pyenv)"; exit 1; }
 	@test -f "$(CONSTRAINTS)" || { echo "error: Python $(PYVER) is not supported (3.11, 3.12, 3.13): no $(CONSTRAINTS)"; exit 1; }
 
-$(VENV)/.installed: setup.cfg pyproject.toml $(CONSTRAINTS) | check-python
+# Two stamps share one venv: .installed-run is the light runtime (the core and the `context`
+# extra the default pipeline needs: medspaCy; no torch, no sentence-transformers, no CUDA
+# wheels); .installed-test adds torch (pinned) and every other extra on top of it.
+RUN_EXTRAS ?= context
+$(VENV)/.installed-run: setup.cfg pyproject.toml $(CONSTRAINTS) | check-python
 	$(PYTHON_BIN) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	# torch pinned: the CPU build on 3.11 (local wheel); on 3.12/3.13 PyPI only has the
-	# CUDA build (~2.5 GB with its nvidia wheels), which runs on CPU too (docs/install.md)
-	$(PIP) install -q torch==2.13.0 -c $(CONSTRAINTS)
-	$(PIP) install -q -c $(CONSTRAINTS) -e ".[all]"
+	$(PIP) install -q -c $(CONSTRAINTS) -e ".[$(RUN_EXTRAS)]"
 	touch $@
 
 TEST_EXTRAS ?= all,test,ray,chroma,docs,parquet,datasets,langchain,llamaindex,browser
-$(VENV)/.installed-test: $(VENV)/.installed
+$(VENV)/.installed-test: $(VENV)/.installed-run
+	# torch pinned: the CPU build on 3.11 (local wheel); on 3.12/3.13 PyPI only has the
+	# CUDA build (~2.5 GB with its nvidia wheels), which runs on CPU too (docs/install.md)
+	$(PIP) install -q torch==2.13.0 -c $(CONSTRAINTS)
 	$(PIP) install -q -c $(CONSTRAINTS) -e ".[$(TEST_EXTRAS)]"
 	touch $@
 
 # The matrix subset (.ci/run on 3.12/3.13): core extras only, tests marked `matrix`.
 MATRIX_EXTRAS ?= context,llm,test
-$(VENV)/.installed-matrix: setup.cfg pyproject.toml $(CONSTRAINTS) | check-python
-	$(PYTHON_BIN) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+$(VENV)/.installed-matrix: $(VENV)/.installed-run
 	$(PIP) install -q -c $(CONSTRAINTS) -e ".[$(MATRIX_EXTRAS)]"
 	touch $@
 
@@ -55,9 +58,11 @@ $(TRF_VENV)/.installed: setup.cfg pyproject.toml $(TRF_CONSTRAINTS) | check-pyth
 	$(TRF_VENV)/bin/pip install -q -c $(TRF_CONSTRAINTS) -e ".[embed,transformers,test]"
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed-run
 
-run: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+run: $(VENV)/.installed-run
 	$(PY) -m spacy_clinchunk chunk $(NOTE) --config $(CONFIG)
 
 test: $(VENV)/.installed-test
@@ -82,7 +87,7 @@ bench-all: bench
 
 # The shipped trained strategy span_finder: all annotated documents of the shared set
 # (DATA), the config's seed and 20 epochs -> spacy_clinchunk/models/span_finder (about 2 MB).
-span-finder-model: $(VENV)/.installed
+span-finder-model: $(VENV)/.installed-test
 	$(PY) scripts/train_span_finder.py $(if $(DATA),--data $(DATA))
 
 clean:

@@ -103,3 +103,40 @@ def test_repeated_text_keeps_exact_offsets():
     nodes = ClinChunkNodeParser(nlp).get_nodes_from_documents([Document(text=text, metadata={"doc_id": "r"})])
     assert [(n.start_char_idx, n.end_char_idx) for n in nodes] == [(20, 29)]
     assert nodes[0].metadata["assertion"] == "unassessed"
+
+
+@pytest.fixture(scope="module")
+def flagship():
+    from spacy_clinchunk.export.vectorstores import load_nlp
+
+    nlp = load_nlp("assertion")
+    nlp.add_pipe("clin_focus")
+    return nlp
+
+
+def test_adapters_carry_focus_and_index_the_focus_spans(flagship):
+    """LangChain Documents and LlamaIndex nodes of the flagship: ``focus`` in each chunk's
+    metadata; with ``index="focus"`` one per focus span, with its chunk's id."""
+    import json
+
+    pytest.importorskip("langchain_text_splitters")
+    pytest.importorskip("llama_index.core")
+    from langchain_core.documents import Document
+    from llama_index.core.schema import Document as LlamaDocument
+
+    from spacy_clinchunk.export.langchain import ClinChunkTextSplitter
+    from spacy_clinchunk.export.llama_index import ClinChunkNodeParser
+
+    meta = {"source": "notes/a.txt", "owner": "ward 3"}
+    chunks = ClinChunkTextSplitter(flagship).split_documents([Document(page_content=NOTE, metadata=meta)])
+    focus = ClinChunkTextSplitter(flagship, index="focus").split_documents([Document(page_content=NOTE, metadata=meta)])
+    nodes = ClinChunkNodeParser(flagship, index="focus").get_nodes_from_documents([LlamaDocument(text=NOTE, metadata=meta)])
+    by_id = {d.id: json.loads(d.metadata["focus"] or "[]") for d in chunks}
+    assert any(by_id.values()) and focus
+    for doc in focus:
+        start = doc.metadata["start_index"]
+        assert doc.page_content == NOTE[start : start + len(doc.page_content)]
+        assert {"start": start, "end": doc.metadata["end"], "text": doc.page_content} in by_id[doc.metadata["parent_id"]]
+    assert [(n.text, n.start_char_idx, n.metadata["parent_id"]) for n in nodes] == [
+        (d.page_content, d.metadata["start_index"], d.metadata["parent_id"]) for d in focus]
+    assert {d.metadata["assertion"] for d in focus if d.page_content == "fever"} == {"negated"}

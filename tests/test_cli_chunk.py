@@ -1,8 +1,10 @@
 """``python -m spacy_clinchunk chunk`` end to end: in-process, and one run on a real terminal in a subprocess."""
+import ast
 import fcntl
 import json
 import os
 import pty
+import re
 import stat
 import struct
 import subprocess
@@ -10,9 +12,12 @@ import sys
 import termios
 
 import pytest
+import spacy
 
 from cli_helpers import run_cli
 from conftest import CONFIG_DIR, EXAMPLE_NOTE, ROOT
+from spacy_clinchunk.export.vectorstores import load_nlp
+from spacy_clinchunk.pipeline import strategies
 
 CONFIG = str(CONFIG_DIR / "punct_conj_cleaned.cfg")
 SEED = "Patient has arachnodactyly, i.e., long fingers; heart rate is 98.6 bpm."
@@ -253,3 +258,167 @@ def test_the_printed_group_is_the_one_the_loaded_pipeline_writes(tmp_path):
     )  # the cleaner alone now writes "alt": the last group a component writes holds the chunks
     assert overridden.returncode == 0, overridden.stderr
     assert [c["text"] for c in records(overridden.stdout)[0]["chunks"]] == ["fever"]
+
+
+# -- what the table shows, one test per strategy ----------------------------------------------
+SHORT = "HISTORY: The patient denies fever or chills. Her mother had breast cancer.\n"
+CHUNK_LINE = re.compile(r"""^ *(\d+)-(\d+) +('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(.*)$""")
+# factories whose output the table shows, and the mark each leaves on it
+MARKS = {"clin_context_assertion": "status", "clin_focus": "focus", "clin_llm_context": "context"}
+
+
+def table(stdout):
+    """``[(start, end, text, tail, [indented lines])]`` of a printed table; the header line apart."""
+    lines = stdout.splitlines()
+    assert lines[0].startswith("# stdin: "), stdout
+    rows = []
+    for line in lines[1:]:
+        match = CHUNK_LINE.match(line)
+        if match and not line.startswith(" " * 16):
+            rows.append((int(match[1]), int(match[2]), ast.literal_eval(match[3]), match[4], []))
+        else:
+            assert line.startswith(" " * 16) and rows, line
+            rows[-1][4].append(line.strip())
+    return lines[0], rows
+
+
+def _factories(strategy):
+    from spacy_clinchunk.pipeline import strategy_config
+
+    path = strategy_config(strategy)
+    config = spacy.util.load_config(path / "config.cfg" if path.is_dir() else path)
+    return {name: block.get("factory") for name, block in config["components"].items()}
+
+
+def _llm_overrides(factories, server):
+    return [
+        arg
+        for name, factory in factories.items()
+        if factory == "clin_llm_context"
+        for arg in (f"--components.{name}.model.base_url", server.url, f"--components.{name}.model.backoff", "0.01")
+    ]
+
+
+def _needs(factories):
+    """The skip reason of a strategy this venv cannot run, else None."""
+    import importlib.util
+
+    if "transformer" in factories.values() and importlib.util.find_spec("spacy_transformers") is None:
+        return "needs spacy-transformers (make test-transformers)"
+    return None
+
+
+@pytest.mark.parametrize("strategy", strategies())
+def test_the_table_shows_what_each_strategy_wrote(strategy, module_server):
+    factories = _factories(strategy)
+    if _needs(factories):
+        pytest.skip(_needs(factories))
+    result = cli("-", "--strategy", strategy, *_llm_overrides(factories, module_server), stdin=SHORT)
+    assert result.returncode == 0, result.stderr
+    header, rows = table(result.stdout)
+    assert rows and header.startswith(f"# stdin: {len(rows)} chunks")
+    marks = {mark for factory, mark in MARKS.items() if factory in factories.values()}
+    for start, end, text, tail, under in rows:
+        assert SHORT[start:end] == text  # offsets into the note, text as written
+        assert ("[" in tail) == ("status" in marks), (strategy, tail)
+        assert any(x.startswith("context: ") for x in under) == ("context" in marks)
+        for line in under:
+            assert line.startswith(("context: ", "focus ")), line
+            if line.startswith("focus "):
+                fs, fe, ftext = CHUNK_LINE.match(line[len("focus ") :]).group(1, 2, 3)
+                assert start <= int(fs) < int(fe) <= end and SHORT[int(fs) : int(fe)] == ast.literal_eval(ftext)
+    assert ("focus spans" in header) == ("focus" in marks)
+    if "focus" in marks:
+        assert any(x.startswith("focus ") for *_, under in rows for x in under)
+    expected = EXPECTED_TABLES.get(strategy)
+    if expected is not None:
+        assert [(text, tail.strip()) for _, _, text, tail, _ in rows] == expected
+
+
+EXPECTED_TABLES = {
+    "simple": [("HISTORY: The patient denies fever or chills.", ""), ("Her mother had breast cancer.", "")],
+    "punct_conj_cleaned": [("HISTORY", ""), ("patient denies fever", ""), ("chills", ""), ("mother had breast cancer", "")],
+    "assertion": [
+        ("HISTORY", "[historical] cues: 'HISTORY'"),
+        ("patient denies fever", "[negated] cues: 'denies'"),
+        ("chills", "[negated] cues: 'denies'"),
+        ("mother had breast cancer", "[family] cues: 'Her mother'"),
+    ],
+}
+
+
+def test_the_flagship_chain_shows_status_cues_and_focus_under_each_chunk(tmp_path):
+    nlp = load_nlp("assertion")
+    nlp.add_pipe("clin_focus")
+    nlp.config.to_disk(tmp_path / "flagship.cfg")
+    result = cli("-", "--config", tmp_path / "flagship.cfg", stdin=SHORT)
+    assert result.returncode == 0, result.stderr
+    header, rows = table(result.stdout)
+    fever = next(r for r in rows if r[2] == "patient denies fever")
+    assert fever[3].strip() == "[negated] cues: 'denies'"
+    assert [line.split(None, 2)[-1] for line in fever[4]] == ["'fever'"]  # the finding, without its framing
+    assert "focus spans" in header
+
+
+def test_jsonl_chunks_carry_their_stable_ids_and_a_spans_key_not_written_is_one_line():
+    result = cli("-", "--strategy", "assertion", "--format", "jsonl", stdin=SHORT)
+    assert result.returncode == 0, result.stderr
+    chunks = records(result.stdout)[0]["chunks"]
+    assert [c["id"] for c in chunks] == [f"stdin:{c['start']}-{c['end']}" for c in chunks]
+    refused = cli("-", "--strategy", "assertion", "--spans-key", "clin_focus", stdin=SHORT)
+    assert refused.returncode != 0 and refused.stdout == ""
+    assert refused.stderr == "error: --spans-key 'clin_focus': the pipeline writes no such group (it writes clin_chunks)\n"
+
+
+def test_index_focus_records_carry_their_chunk_id(tmp_path):
+    result = cli("-", "--strategy", "retrieval", "--format", "records", "--index", "focus", stdin=SHORT)
+    assert result.returncode == 0, result.stderr
+    focus = records(result.stdout)
+    chunks = records(cli("-", "--strategy", "retrieval", "--format", "records", stdin=SHORT).stdout)
+    by_id = {c["id"]: c for c in chunks}
+    assert focus and all(r["spans_key"] == "clin_focus" for r in focus)
+    for record in focus:
+        parent = by_id[record["parent_id"]]
+        assert {"start": record["start"], "end": record["end"], "text": record["text"]} in parent["focus"]
+    wrong = cli("-", "--strategy", "punct_conj_cleaned", "--format", "records", "--index", "focus", stdin=SHORT)
+    assert wrong.returncode != 0 and wrong.stderr.count("\n") == 1 and "clin_focus" in wrong.stderr
+    table_too = cli("-", "--strategy", "retrieval", "--index", "focus", stdin=SHORT)
+    assert table_too.returncode != 0 and table_too.stderr.startswith("error: --index goes with --format")
+
+
+# -- the light install: the default runs without torch ----------------------------------------
+NO_TORCH = """
+import importlib.abc, sys
+
+class NoTorch(importlib.abc.MetaPathFinder):  # as in a venv of `make run`: torch is not there
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "torch":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoTorch())
+import spacy  # thinc imports torch when it is installed; here it finds none
+from spacy_clinchunk.cli import main
+code = main(["chunk", sys.argv[1], *sys.argv[2:]])
+assert not [m for m in sys.modules if m.split(".")[0] == "torch"], "torch imported"
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("source", ["default", "flagship chain"])
+def test_the_default_loads_and_runs_without_torch(source, tmp_path):
+    if source == "default":
+        if "clin_semantic_window" in _factories("default").values():
+            pytest.skip("configs/default.cfg is still the semantic window (needs torch) until the new flagship lands")
+        args = ["--strategy", "default"]
+    else:  # the flagship's chain from existing factories (what the new default builds on)
+        nlp = load_nlp("assertion")
+        nlp.add_pipe("clin_focus")
+        nlp.config.to_disk(tmp_path / "flagship.cfg")
+        args = ["--config", str(tmp_path / "flagship.cfg")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-c", NO_TORCH, str(EXAMPLE_NOTE), *args], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("# discharge_summary_en: ") and "  [negated] cues: " in result.stdout

@@ -162,3 +162,35 @@ def test_bad_input_gets_defined_values_or_one_clear_line(tmp_path):
         to_chroma([doc], collection, refuse)
     added = to_chroma([doc], collection, lambda texts: [[1.0, 0.0, 0.0] for _ in texts], spans_key="clin_chunks")
     assert added == 1 and collection.get(ids=[record["id"]])["metadatas"][0]["assertion"] == NO_ASSERTION
+
+
+def test_flagship_chunks_and_focus_spans_in_chroma(tmp_path):
+    """Chroma holds the flagship's fields (assertion, cues, section, focus) and, with
+    ``index="focus"``, the focus spans under their own ids with their chunk's id."""
+    import json
+
+    from spacy_clinchunk.export.vectorstores import load_nlp
+
+    nlp = load_nlp("assertion")
+    nlp.add_pipe("clin_focus")
+    register_extensions()
+    doc = nlp.make_doc("HISTORY:\nShe denies fever or chills. Mild cough for three days.\n")
+    doc._.clin_doc_id = "a"
+    doc = nlp(doc)
+
+    def embed(texts):  # a fixed vector per text: Chroma itself is what is tested here
+        return [[float(len(t)), 1.0, float(t.count("e"))] for t in texts]
+
+    chunks, focus = _collection(tmp_path, "chunks"), _collection(tmp_path, "focus")
+    records = chunk_records(doc)
+    assert to_chroma([doc], chunks, embed, spans_key="clin_chunks") == len(records)
+    assert to_chroma([doc], focus, embed, spans_key="clin_chunks", index="focus") == len(doc.spans["clin_focus"])
+    stored = chunks.get(ids=[r["id"] for r in records], include=["metadatas"])
+    for record, meta in zip(records, stored["metadatas"]):
+        assert meta["assertion"] == record["assertion"] and meta["section"] == (record["section"] or "")
+        assert json.loads(meta["focus"] or "[]") == record["focus"]
+        assert json.loads(meta["assertion_cues"] or "[]") == record["assertion_cues"]
+    fever = focus.get(where={"assertion": "negated"}, include=["metadatas", "documents"])
+    assert "fever" in fever["documents"]
+    parents = {m["parent_id"] for m in fever["metadatas"]}
+    assert parents <= {r["id"] for r in records} and parents

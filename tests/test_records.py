@@ -185,3 +185,97 @@ def test_records_find_assertion_values_under_another_prefix_through_docbin(tmp_p
         got = [(r["text"], r["assertion"]) for r in chunk_records(restored, group)]
         assert got[0] == ("No fever", "negated")
         assert got[-1][1] == "family"
+
+
+# -- the flagship chain (clause chunks, assertion, focus): focus spans in every record ---------
+@pytest.fixture(scope="module")
+def flagship_docs():
+    nlp = load_nlp("assertion")
+    nlp.add_pipe("clin_focus")
+    return [_doc(nlp), _doc(nlp, text="No cough. Mild headache since Monday.", doc_id="b/note.txt")]
+
+
+def test_flagship_records_carry_assertion_cues_section_and_focus(flagship_docs, nlp):
+    records = chunk_records(flagship_docs[0])
+    assert [r["focus"] for r in chunk_records(_doc(nlp))] == [[] for _ in records]  # no clin_focus: empty lists
+    assert any(r["focus"] for r in records) and any(r["section"] for r in records)
+    for record in records:
+        assert record["parent_id"] is None and "focus_ids" not in record["attributes"]
+        for focus in record["focus"]:
+            assert list(focus) == ["start", "end", "text"] and NOTE[focus["start"] : focus["end"]] == focus["text"]
+            assert record["start"] <= focus["start"] < focus["end"] <= record["end"]
+    fever = next(r for r in records if "fever" in r["text"])
+    assert fever["assertion"] == "negated" and fever["assertion_cues"][0]["text"] == "denies"
+    assert "fever" in [f["text"] for f in fever["focus"]]
+
+
+def test_focus_spans_as_records_of_their_own_with_their_chunk_id(flagship_docs):
+    doc = flagship_docs[0]
+    chunks = {r["id"]: r for r in chunk_records(doc)}
+    focus = chunk_records(doc, index="focus")
+    assert len(focus) == len(doc.spans["clin_focus"]) > 0
+    for record in focus:
+        assert list(record) == list(RECORD_FIELDS) and record["spans_key"] == "clin_focus"
+        parent = chunks[record["parent_id"]]
+        assert {k: record[k] for k in ("start", "end", "text")} in parent["focus"]
+        assert (record["assertion"], record["assertion_cues"], record["focus"]) == (
+            parent["assertion"], parent["assertion_cues"], [])
+        assert "focus_of" not in record["attributes"]
+    with pytest.raises(RecordError, match="unknown index 'nodes'; known: chunks, focus"):
+        chunk_records(doc, index="nodes")
+    plain = spacy.blank("en")("No fever.")
+    plain.spans["clin_chunks"] = [plain[0:2]]
+    with pytest.raises(RecordError, match="no focus group 'clin_focus'"):
+        chunk_records(plain, index="focus")
+
+
+@pytest.mark.parametrize("index", ["chunks", "focus"])
+def test_flagship_records_in_jsonl_parquet_and_dataset(flagship_docs, tmp_path, index):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    datasets = pytest.importorskip("datasets")
+    expected = [r for d in flagship_docs for r in chunk_records(d, index=index)]
+    for fmt, name in (("records", "out.jsonl"), ("parquet", "out.parquet"), ("hf", "out_ds")):
+        assert write_records(flagship_docs, fmt, tmp_path / name, index=index) == len(expected)
+    lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == expected
+    table = pq.read_table(tmp_path / "out.parquet")
+    assert table.schema.field("focus").type == pa.list_(
+        pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())]))
+    rows = table.to_pylist()
+    assert rows == datasets.load_from_disk(str(tmp_path / "out_ds")).to_list() == to_dataset(flagship_docs, index=index).to_list()
+    assert [(r["id"], r["parent_id"], r["focus"]) for r in rows] == [(r["id"], r["parent_id"], r["focus"]) for r in expected]
+
+
+def test_records_read_only_what_the_pipeline_sets_and_lose_nothing(flagship_docs, nlp):
+    """``fields_written``: the fields the components declare (``assigns``); records built with
+    it equal the records that read every field, and an undeclared component reads them all."""
+    from spacy.language import Language
+
+    from spacy_clinchunk.export.records import fields_written
+
+    assert fields_written(nlp) == {"assertion", "assertion_cues", "assertion_statuses", "section"}
+    flagship = load_nlp("assertion")
+    flagship.add_pipe("clin_focus")
+    fields = fields_written(flagship)
+    assert {"focus_of", "focus_ids", "assertion"} <= fields
+    for doc in flagship_docs:
+        for index in ("chunks", "focus"):
+            assert chunk_records(doc, index=index, fields=fields) == chunk_records(doc, index=index)
+        assert doc_to_record(doc, fields=fields) == doc_to_record(doc)
+
+    @Language.component("test_sets_hpo_undeclared")
+    def sets_hpo(doc):
+        for span in doc.spans.get("clin_chunks", []):
+            span._.clin_hpo_id = "HP:0000001"
+        return doc
+
+    custom = spacy.blank("en")
+    custom.add_pipe("sentencizer")
+    custom.add_pipe("clin_punct_splitter")
+    assert fields_written(custom) == frozenset()
+    custom.add_pipe("test_sets_hpo_undeclared")
+    assert fields_written(custom) is None
+    record = chunk_records(custom("Fever."), fields=fields_written(custom))[0]
+    assert record["attributes"] == {"hpo_id": "HP:0000001"}

@@ -1,12 +1,12 @@
 """``chunk``: run a pipeline over documents and print or write their chunks."""
 import argparse
-import json
 import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
 
+from .. import attrs
 from . import CLIError
 from .source import add_source_arguments, parse_overrides, pick_source, resolve
 
@@ -41,6 +41,13 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="table | jsonl for one output file (default table); jsonl | docbin for corpus runs (default jsonl); "
         "records (one chunk per JSON line) | parquet | hf (a Hugging Face dataset directory): chunk records",
+    )
+    parser.add_argument(
+        "--index",
+        choices=("chunks", "focus"),
+        default=None,
+        help="records | parquet | hf: one record per chunk (default) or per focus span of clin_focus, "
+        "each with its chunk's id (parent_id)",
     )
     parser.add_argument(
         "--output", "-o", default=None, help="write here instead of stdout (with --engine: the output directory)"
@@ -92,12 +99,26 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
         raise CLIError(f"{', '.join(given)} need --engine local|ray (a corpus run)")
     if args.format == "docbin":
         raise CLIError("--format docbin needs --engine local|ray and an output directory")
+    from ..export.records import RECORD_FORMATS
+
     args.format = args.format or "table"
+    if args.index is not None and args.format not in RECORD_FORMATS:
+        raise CLIError(f"--index goes with --format {' | '.join(RECORD_FORMATS)}, not {args.format}")
     files = _input_files(args.paths)
-    nlp = resolve(args, extra, DEFAULT_STRATEGY, stage_overrides(args)).nlp
+    asked = args.spans_key
+    resolved = resolve(args, extra, DEFAULT_STRATEGY, stage_overrides(args))
+    nlp = resolved.nlp
+    if asked is not None and resolved.spans_keys and asked not in resolved.spans_keys:
+        raise CLIError(f"--spans-key '{asked}': the pipeline writes no such group (it writes {', '.join(resolved.spans_keys)})")
     from ..corpus.spec import prepare
+    from ..export.records import fields_written
+    from .table import focus_key_of
 
     prepare(nlp, args.max_length)
+    focus_key = focus_key_of(nlp, args.spans_key)
+    fields = fields_written(nlp)  # records read only what the components set
+    if args.index == "focus" and focus_key is None:
+        raise CLIError(f"--index focus needs clin_focus on the chunks of '{args.spans_key}'; this pipeline has none")
     sink = _record_sink(args)
     out = _open_output(args.output, _file_mode(args)) if sink is None else None
     failures = docs_read = 0
@@ -113,9 +134,9 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
                 print(f"error: {item.id}: {error}", file=sys.stderr)
                 continue
             if sink is not None:
-                _write_records(sink, doc, args.spans_key)
+                _write_records(sink, doc, args.spans_key, args.index or "chunks", focus_key, fields)
             else:
-                write_doc(out, args.format, item.id, doc, args.spans_key)
+                write_doc(out, args.format, item.id, doc, args.spans_key, focus_key, fields)
             if doc.has_extension("clin_llm_usage") and doc._.clin_llm_usage:
                 usages.append(doc._.clin_llm_usage)
     finally:
@@ -179,11 +200,11 @@ def _record_sink(args: argparse.Namespace):
         raise CLIError(str(err)) from err
 
 
-def _write_records(sink, doc, spans_key: str) -> None:
+def _write_records(sink, doc, spans_key: str, index: str, focus_key: Optional[str], fields) -> None:
     from ..export.records import RecordError, chunk_records
 
     try:
-        sink.write(chunk_records(doc, spans_key))
+        sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key or attrs.FOCUS_KEY, fields=fields))
     except RecordError as err:
         raise CLIError(str(err)) from err
 
@@ -211,19 +232,18 @@ def process(nlp, files: Iterable[Any], batch_size: int) -> Iterator[Tuple[Any, A
     yield from process_items(nlp, docs, batch_size=batch_size)
 
 
-def write_doc(out: TextIO, fmt: str, doc_id: str, doc, spans_key: str) -> None:
-    from ..corpus.output import record_line
-
-    line = record_line(doc, doc_id, spans_key)
+def write_doc(
+    out: TextIO, fmt: str, doc_id: str, doc, spans_key: str, focus_key: Optional[str] = None, fields=None
+) -> None:
+    """One document: its JSON line (``jsonl``) or its table (:mod:`.table`)."""
     if fmt == "jsonl":
-        out.write(line)
+        from ..corpus.output import record_line
+
+        out.write(record_line(doc, doc_id, spans_key, fields))
         return
-    record = json.loads(line)
-    out.write(f"# {doc_id}: {len(record['chunks'])} chunks\n")
-    for chunk in record["chunks"]:
-        extras = {k: v for k, v in chunk.items() if k not in ("text", "start", "end") and not isinstance(v, (list, dict))}
-        tail = "  " + " ".join(f"{k}={v}" for k, v in extras.items()) if extras else ""
-        out.write(f"{chunk['start']:>7}-{chunk['end']:<7} {chunk['text']!r}{tail}\n")
+    from .table import write_table
+
+    write_table(out, doc_id, doc, spans_key, focus_key, fields)
 
 
 def _print_llm_usage(usages: List[Dict[str, Any]]) -> None:

@@ -40,11 +40,17 @@ DEFAULT_FILE_MODE = 0o600
 DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
 
 
-def record_line(doc, doc_id: str, spans_key: str) -> str:
-    """One JSON line for one document: the single serialization of CLI and corpus records."""
+# one encoder for every record line (records hold plain JSON values: no cycle check needed)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+
+
+def record_line(doc, doc_id: str, spans_key: str, fields=None) -> str:
+    """One JSON line for one document: the single serialization of CLI and corpus records.
+
+    ``fields`` (``export.records.fields_written`` of the pipeline) limits the extension values read."""
     from ..export.records import doc_to_record
 
-    return json.dumps(doc_to_record(doc, spans_key, doc_id=doc_id), ensure_ascii=False) + "\n"
+    return _ENCODER.encode(doc_to_record(doc, spans_key, doc_id=doc_id, fields=fields)) + "\n"
 
 
 class ShardWriter:
@@ -53,9 +59,10 @@ class ShardWriter:
     suffix = ""
     binary = False
 
-    def __init__(self, handle: IO, spans_key: str) -> None:
+    def __init__(self, handle: IO, spans_key: str, fields=None) -> None:
         self.handle = handle
         self.spans_key = spans_key
+        self.fields = fields  # the record fields the pipeline sets (None: all)
 
     def add(self, doc, doc_id: str) -> int:
         """Write (or collect) one document; returns its number of chunks."""
@@ -74,7 +81,7 @@ class JsonlWriter(ShardWriter):
     suffix = ".jsonl"
 
     def add(self, doc, doc_id: str) -> int:
-        self.handle.write(record_line(doc, doc_id, self.spans_key))
+        self.handle.write(record_line(doc, doc_id, self.spans_key, self.fields))
         return self.chunks(doc)
 
 
@@ -84,10 +91,10 @@ class DocBinWriter(ShardWriter):
     suffix = ".spacy"
     binary = True
 
-    def __init__(self, handle: IO, spans_key: str) -> None:
+    def __init__(self, handle: IO, spans_key: str, fields=None) -> None:
         from spacy.tokens import DocBin
 
-        super().__init__(handle, spans_key)
+        super().__init__(handle, spans_key, fields)
         self.docbin = DocBin(store_user_data=True)
 
     def add(self, doc, doc_id: str) -> int:
@@ -160,7 +167,7 @@ def write_atomic(path: Path, mode: int, write: Callable[[IO], None], binary: boo
 class ShardFiles:
     """A worker's output for one shard: records streamed in order, errors beside them."""
 
-    def __init__(self, out: OutputSpec, shard: Shard) -> None:
+    def __init__(self, out: OutputSpec, shard: Shard, fields=None) -> None:
         self.out = out
         self.shard = shard
         self.fingerprint = shard.fingerprint()
@@ -168,7 +175,7 @@ class ShardFiles:
         self.cpu_started = time.process_time()
         writer = FORMAT_WRITERS[out.fmt]
         self.file = open_atomic(out.output_path(shard.name), out.file_mode, writer.binary)
-        self.writer = writer(self.file.handle, out.spans_key)
+        self.writer = writer(self.file.handle, out.spans_key, fields)
         self.errors: List[Dict[str, Any]] = []
         self.docs = 0
         self.chunks = 0

@@ -49,7 +49,10 @@ class ShardWorker:
                 os.environ.setdefault(name, value)
             nlp = spec.load()
             limit_torch_threads(threads)
+        from ..export.records import fields_written
+
         self.nlp = nlp
+        self.fields = fields_written(nlp)  # records read only what the components set
         self.out = out
         self.batch_size = batch_size
         self.startup_seconds = round(time.time() - started, 3)
@@ -60,7 +63,7 @@ class ShardWorker:
 
     def run(self, shard: Shard) -> Dict[str, Any]:
         """Process one shard into its files; the manifest entry (with who did it) comes back."""
-        files = ShardFiles(self.out, shard)
+        files = ShardFiles(self.out, shard, self.fields)
         try:
             for item, doc, error in process_items(self.nlp, read_shard(shard), batch_size=self.batch_size):
                 files.add(item.id, item.source, doc, error)

@@ -23,15 +23,26 @@ class ClinChunkTextSplitter(TextSplitter):
     Each Document is one span of ``spans_key`` with its exact text; its metadata is the
     source document's metadata plus ``start_index`` and the chunk record's fields
     (``id``, ``doc_id``, ``start``, ``end``, ``assertion``, ``section``, ...). LangChain's
-    size settings do not apply: the pipeline decides the chunks.
+    size settings do not apply: the pipeline decides the chunks. ``index="focus"`` makes the
+    Documents the chunks' focus spans (``clin_focus``), each with ``parent_id``.
     """
 
-    def __init__(self, pipeline: Any = "assertion", spans_key: str = attrs.CHUNKS_KEY, batch_size: int = 32, **kwargs: Any):
+    def __init__(
+        self,
+        pipeline: Any = "assertion",
+        spans_key: str = attrs.CHUNKS_KEY,
+        batch_size: int = 32,
+        index: str = "chunks",
+        focus_key: str = attrs.FOCUS_KEY,
+        **kwargs: Any,
+    ):
         kwargs.setdefault("chunk_overlap", 0)
         super().__init__(**kwargs)
         self.nlp = load_nlp(pipeline)
         self.spans_key = spans_key
         self.batch_size = batch_size
+        self.index = index
+        self.focus_key = focus_key
 
     def split_text(self, text: str) -> List[str]:
         return [r["text"] for records in self._records([(text, None, None)]) for r in records]
@@ -60,7 +71,7 @@ class ClinChunkTextSplitter(TextSplitter):
         return out
 
     def _records(self, items: List[Any]):
-        return chunk_texts_with_ids(self.nlp, items, self.spans_key, self.batch_size)
+        return chunk_texts_with_ids(self.nlp, items, self.spans_key, self.batch_size, self.index, self.focus_key)
 
 
 def _doc_id(metadata: Dict[Any, Any], given: Optional[str]) -> Optional[str]:

@@ -27,10 +27,13 @@ class ClinChunkNodeParser(NodeParser):
 
     Nodes carry ``start_char_idx``/``end_char_idx`` into the document text, the source
     document's metadata and the chunk record's fields (``assertion``, ``section``, ...).
+    ``index="focus"`` makes the nodes the chunks' focus spans (``clin_focus``), each with ``parent_id``.
     """
 
     spans_key: str = attrs.CHUNKS_KEY
     batch_size: int = 32
+    index: str = "chunks"
+    focus_key: str = attrs.FOCUS_KEY
     _nlp: Any = PrivateAttr()
 
     def __init__(self, pipeline: Any = "assertion", **kwargs: Any):
@@ -44,7 +47,9 @@ class ClinChunkNodeParser(NodeParser):
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> List[BaseNode]:
         items = [(n.get_content(), _doc_id(n.metadata), n.metadata.get("file_path") or n.metadata.get("source")) for n in nodes]
         out: List[BaseNode] = []
-        for node, records in zip(nodes, chunk_texts_with_ids(self._nlp, items, self.spans_key, self.batch_size)):
+        for node, records in zip(nodes, chunk_texts_with_ids(
+            self._nlp, items, self.spans_key, self.batch_size, self.index, self.focus_key
+        )):
             for record in records:
                 out.append(
                     TextNode(

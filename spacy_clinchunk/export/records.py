@@ -4,6 +4,10 @@
 (:data:`RECORD_FIELDS`); JSONL, Parquet and Hugging Face ``datasets`` are all built
 from them, so every export carries the same fields. :func:`doc_to_record` is the
 older per-document shape the ``chunk`` CLI and corpus shards write as ``jsonl``.
+
+Records of the flagship carry their chunk's focus spans (``focus``: ``[{start, end, text}]``);
+``index="focus"`` makes the focus spans the records instead, each with its chunk's id
+(``parent_id``) and the assertion ``clin_focus`` carried over from that chunk.
 """
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, TextIO, Tuple, Union
 
 from spacy.tokens import Doc, Span
 
@@ -21,6 +25,7 @@ from ..fileio import make_private, open_private
 # Record fields, in order. ``attributes`` holds any other extension value the pipeline set.
 RECORD_FIELDS = (
     "id",
+    "parent_id",
     "doc_id",
     "source",
     "spans_key",
@@ -32,14 +37,18 @@ RECORD_FIELDS = (
     "assertion",
     "assertion_cues",
     "section",
+    "focus",
     "context",
     "enriched_text",
     "token_count",
     "attributes",
 )
 CUE_FIELDS = ("text", "category", "direction", "literal", "start_char", "end_char")
-# extension values with a record field of their own
-_OWN_FIELDS = {"assertion", "assertion_cues", "section", "context", "enriched_text", "token_count"}
+FOCUS_FIELDS = ("start", "end", "text")
+# extension values with a record field of their own (the focus links become ``focus`` / ``parent_id``)
+_OWN_FIELDS = {"assertion", "assertion_cues", "section", "context", "enriched_text", "token_count", "focus_ids"}
+# what is indexed: the chunks of the group, or the focus spans of those chunks
+INDEXES = ("chunks", "focus")
 
 
 class RecordError(ValueError):
@@ -59,27 +68,51 @@ def chunk_id(doc_id: str, start: int, end: int) -> str:
     return f"{doc_id}:{start}-{end}"
 
 
-def registered_extensions(group: Any = None, skip: Iterable[str] = ()) -> List[Tuple[str, str, Any]]:
+Fields = Optional[FrozenSet[str]]
+
+
+def fields_written(nlp: Any) -> Fields:
+    """The record fields the components of ``nlp`` declare they set on spans (``span._.clin_<field>``
+    in the ``assigns`` of their factory), or ``None`` when a component declares nothing at all
+    (then every field is read). Records of that pipeline's docs read only these: reading an
+    extension costs as much as the rest of a record."""
+    fields = set()
+    prefix = "span._." + attrs.PREFIX
+    for name in nlp.pipe_names:
+        assigns = nlp.get_pipe_meta(name).assigns
+        if not assigns:
+            return None
+        fields.update(item[len(prefix) :] for item in assigns if item.startswith(prefix))
+    return frozenset(fields)
+
+
+def registered_extensions(group: Any = None, skip: Iterable[str] = (), fields: Fields = None) -> List[Tuple[str, str, Any]]:
     """(field, attribute, default) of the span extensions registered now for the spans of
-    ``group`` (its own attribute names, :func:`attrs.field_names`), less ``skip``."""
+    ``group`` (its own attribute names, :func:`attrs.field_names`), less ``skip``; only
+    ``fields`` when given (:func:`fields_written`)."""
     skipped = set(skip)
     names = attrs.field_names(group)
     return [
         (field, names[field], default)
         for field, default in attrs.SPAN_EXTENSIONS.items()
-        if field not in skipped and Span.has_extension(names[field])
+        if field not in skipped and (fields is None or field in fields) and Span.has_extension(names[field])
     ]
 
 
-def span_attributes(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None) -> Dict[str, Any]:
+def span_attributes(
+    span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None, underscore: Any = None
+) -> Dict[str, Any]:
     """Every package extension attribute the pipeline set on ``span`` (non-default values).
 
     ``extensions`` (from :func:`registered_extensions` of the span's group) lets a caller with
     many spans look the registry up once; ``span._`` is built once per span, not once per
     attribute."""
     found: Dict[str, Any] = {}
-    underscore = span._
-    for field, name, default in registered_extensions() if extensions is None else extensions:
+    extensions = registered_extensions() if extensions is None else extensions
+    if not extensions:
+        return found
+    underscore = span._ if underscore is None else underscore
+    for field, name, default in extensions:
         value = getattr(underscore, name)
         if value is not None and value != default:
             found[field] = value
@@ -94,29 +127,78 @@ def span_group(doc: Doc, spans_key: str) -> List[Span]:
     return list(doc.spans[spans_key])
 
 
-def chunk_records(doc: Doc, spans_key: str = attrs.CHUNKS_KEY) -> List[Dict[str, Any]]:
+def chunk_records(
+    doc: Doc, spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks", focus_key: str = attrs.FOCUS_KEY,
+    fields: Fields = None,
+) -> List[Dict[str, Any]]:
     """One flat record per span of ``doc.spans[spans_key]`` (an empty group gives ``[]``).
 
-    Values the pipeline did not set are ``None`` (``assertion_cues``: ``[]``); nothing is dropped.
+    Values the pipeline did not set are ``None`` (``assertion_cues``, ``focus``: ``[]``); nothing
+    is dropped. ``focus`` lists the chunk's spans of ``doc.spans[focus_key]`` (its
+    ``clin_focus_ids``). With ``index="focus"`` the records are those focus spans, each with
+    ``parent_id``, the id of its chunk. ``fields`` (:func:`fields_written` of the pipeline)
+    limits the extension values read to those its components set.
     """
+    if index not in INDEXES:
+        raise RecordError(f"unknown index '{index}'; known: {', '.join(INDEXES)}")
     attrs.register_extensions()
     doc_id = document_id(doc)
-    source = doc._.clin_source
+    chunks = span_group(doc, spans_key)
+    ids = _record_ids(doc_id, chunks)
+    focus = list(doc.spans[focus_key]) if focus_key in doc.spans else []
+    if index == "focus":
+        if focus_key not in doc.spans:
+            raise RecordError(f"document {doc_id} has no focus group '{focus_key}' (index=focus needs clin_focus)")
+        extensions = registered_extensions(doc.spans[focus_key], skip=("focus_of",), fields=fields)
+        of = attrs.field_names(doc.spans[focus_key])["focus_of"]
+        parents = [_parent(span, of, ids) for span in focus]
+        return _records(doc, doc_id, focus_key, focus, _record_ids(doc_id, focus), extensions, parents, None)
+    names = attrs.field_names(doc.spans[spans_key])
+    extensions = registered_extensions(doc.spans[spans_key], fields=fields)
+    links = names["focus_ids"] if focus and Span.has_extension(names["focus_ids"]) else None
+    return _records(doc, doc_id, spans_key, chunks, ids, extensions, None, (focus, links))
+
+
+def _record_ids(doc_id: str, spans: List[Span]) -> List[str]:
+    """Stable ids of a group's spans (:func:`chunk_id`; a repeated span gets ``#1``, ``#2``, ...)."""
     seen: Dict[str, int] = {}
-    records = []
-    extensions = registered_extensions(doc.spans.get(spans_key))
-    for index, span in enumerate(span_group(doc, spans_key)):
+    ids = []
+    for span in spans:
         base = chunk_id(doc_id, span.start_char, span.end_char)
         repeat = seen.get(base, 0)
         seen[base] = repeat + 1
-        set_values = span_attributes(span, extensions)
+        ids.append(base if repeat == 0 else f"{base}#{repeat}")
+    return ids
+
+
+def _parent(span: Span, attribute: str, ids: List[str]) -> Optional[str]:
+    number = span._.get(attribute) if Span.has_extension(attribute) else None
+    return ids[number] if isinstance(number, int) and 0 <= number < len(ids) else None
+
+
+def _focus_list(underscore: Any, focus: List[Span], attribute: Optional[str]) -> List[Dict[str, Any]]:
+    if attribute is None:
+        return []
+    numbers = getattr(underscore, attribute) or ()
+    spans = [focus[n] for n in numbers if isinstance(n, int) and 0 <= n < len(focus)]
+    return [{"start": s.start_char, "end": s.end_char, "text": s.text} for s in spans]
+
+
+def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_links) -> List[Dict[str, Any]]:
+    source = doc._.clin_source
+    source = None if source is None else str(source)
+    records = []
+    for number, span in enumerate(spans):
+        underscore = span._
+        set_values = span_attributes(span, extensions, underscore)
         records.append(
             {
-                "id": base if repeat == 0 else f"{base}#{repeat}",
+                "id": ids[number],
+                "parent_id": None if parents is None else parents[number],
                 "doc_id": doc_id,
-                "source": None if source is None else str(source),
+                "source": source,
                 "spans_key": spans_key,
-                "index": index,
+                "index": number,
                 "start": span.start_char,
                 "end": span.end_char,
                 "text": span.text,
@@ -124,6 +206,7 @@ def chunk_records(doc: Doc, spans_key: str = attrs.CHUNKS_KEY) -> List[Dict[str,
                 "assertion": set_values.get("assertion"),
                 "assertion_cues": list(set_values.get("assertion_cues") or []),
                 "section": set_values.get("section"),
+                "focus": [] if focus_links is None else _focus_list(underscore, *focus_links),
                 "context": set_values.get("context"),
                 "enriched_text": set_values.get("enriched_text"),
                 "token_count": set_values.get("token_count"),
@@ -133,9 +216,12 @@ def chunk_records(doc: Doc, spans_key: str = attrs.CHUNKS_KEY) -> List[Dict[str,
     return records
 
 
-def iter_records(docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY) -> Iterator[Dict[str, Any]]:
+def iter_records(
+    docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks", focus_key: str = attrs.FOCUS_KEY,
+    fields: Fields = None,
+) -> Iterator[Dict[str, Any]]:
     for doc in docs:
-        yield from chunk_records(doc, spans_key)
+        yield from chunk_records(doc, spans_key, index=index, focus_key=focus_key, fields=fields)
 
 
 def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None) -> Dict[str, Any]:
@@ -144,20 +230,31 @@ def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = N
     return record
 
 
-def _group_records(group: Any) -> List[Dict[str, Any]]:
-    extensions = registered_extensions(group)
-    return [span_record(s, extensions) for s in group]
+def _group_records(group: Any, ids: Optional[List[str]] = None, fields: Fields = None) -> List[Dict[str, Any]]:
+    extensions = registered_extensions(group, fields=fields)
+    if ids is None:
+        return [span_record(s, extensions) for s in group]
+    return [{"id": i, **span_record(s, extensions)} for i, s in zip(ids, group)]
 
 
-def doc_to_record(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, doc_id: Optional[str] = None) -> Dict[str, Any]:
-    """``{"id", "chunks": [{"text", "start", "end", ...attributes}]}`` for one document.
+def doc_to_record(
+    doc: Doc, spans_key: str = attrs.CHUNKS_KEY, doc_id: Optional[str] = None, fields: Fields = None
+) -> Dict[str, Any]:
+    """``{"id", "chunks": [{"id", "text", "start", "end", ...attributes}]}`` for one document.
 
-    Every span group the pipeline wrote besides ``spans_key`` is listed under ``groups``.
+    Each chunk carries its stable id (:func:`chunk_id`, as in :func:`chunk_records`). Every span
+    group the pipeline wrote besides ``spans_key`` is listed under ``groups``. ``fields``: as
+    in :func:`chunk_records`.
     """
     attrs.register_extensions()
     record: Dict[str, Any] = {"id": doc_id if doc_id is not None else doc._.clin_doc_id}
-    record["chunks"] = _group_records(doc.spans[spans_key]) if spans_key in doc.spans else []
-    others = {key: _group_records(group) for key, group in doc.spans.items() if key != spans_key}
+    if spans_key in doc.spans:
+        group = doc.spans[spans_key]
+        ids = _record_ids(str(record["id"]) if record["id"] not in (None, "") else document_id(doc), list(group))
+        record["chunks"] = _group_records(group, ids, fields)
+    else:
+        record["chunks"] = []
+    others = {key: _group_records(group, None, fields) for key, group in doc.spans.items() if key != spans_key}
     if others:
         record["groups"] = others
     doc_extras: Dict[str, Any] = {}
@@ -196,6 +293,7 @@ def flat_row(record: Dict[str, Any]) -> Dict[str, Any]:
     """The record with typed cues and ``attributes`` as a JSON string (the Arrow/Parquet row)."""
     row = dict(record)
     row["assertion_cues"] = [{name: _cue_value(cue, name) for name in CUE_FIELDS} for cue in record["assertion_cues"]]
+    row["focus"] = [{name: span.get(name) for name in FOCUS_FIELDS} for span in record["focus"]]
     row["attributes"] = json.dumps(record["attributes"], ensure_ascii=False, sort_keys=True) if record["attributes"] else None
     if not _json_ok(record["attributes"]):
         record_json(record)  # raises the one-line error
@@ -214,8 +312,9 @@ def arrow_schema():
     import pyarrow as pa
 
     cue = pa.struct([(n, pa.int64() if n.endswith("_char") else pa.string()) for n in CUE_FIELDS])
+    focus = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
     types = {"index": pa.int64(), "start": pa.int64(), "end": pa.int64(), "token_count": pa.int64(),
-             "assertion_cues": pa.list_(cue)}
+             "assertion_cues": pa.list_(cue), "focus": pa.list_(focus)}
     return pa.schema([(name, types.get(name, pa.string())) for name in RECORD_FIELDS])
 
 
@@ -226,9 +325,11 @@ def to_arrow(records: Iterable[Dict[str, Any]]):
     return pa.Table.from_pylist([flat_row(r) for r in records], schema=arrow_schema())
 
 
-def to_dataset(docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY):
-    """A Hugging Face ``datasets.Dataset`` with one row per chunk (columns :data:`RECORD_FIELDS`)."""
-    rows = [flat_row(r) for r in iter_records(docs, spans_key)]
+def to_dataset(docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks",
+               focus_key: str = attrs.FOCUS_KEY):
+    """A Hugging Face ``datasets.Dataset`` with one row per chunk (or focus span: ``index="focus"``),
+    columns :data:`RECORD_FIELDS`."""
+    rows = [flat_row(r) for r in iter_records(docs, spans_key, index=index, focus_key=focus_key)]
     return _dataset(rows)
 
 
@@ -321,10 +422,14 @@ def open_sink(fmt: str, target: Any) -> Any:
     return RECORD_FORMATS[fmt](target)
 
 
-def write_records(docs: Iterable[Doc], fmt: str, target: Any, spans_key: str = attrs.CHUNKS_KEY) -> int:
-    """Write the chunk records of ``docs`` in ``fmt`` to ``target``; returns the number written."""
+def write_records(
+    docs: Iterable[Doc], fmt: str, target: Any, spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks",
+    focus_key: str = attrs.FOCUS_KEY,
+) -> int:
+    """Write the records of ``docs`` (chunks, or their focus spans: ``index="focus"``) in ``fmt``
+    to ``target``; returns the number written."""
     sink = open_sink(fmt, target)
     try:
-        return sum(sink.write(chunk_records(doc, spans_key)) for doc in docs)
+        return sum(sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key)) for doc in docs)
     finally:
         sink.close()

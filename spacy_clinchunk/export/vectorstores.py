@@ -95,9 +95,11 @@ def load_nlp(pipeline: Any) -> Any:
 
 
 def chunk_texts_with_ids(
-    nlp: Any, items: Iterable[Any], spans_key: str, batch_size: int = 32
+    nlp: Any, items: Iterable[Any], spans_key: str, batch_size: int = 32, index: str = "chunks",
+    focus_key: str = attrs.FOCUS_KEY,
 ) -> Iterable[List[Dict[str, Any]]]:
-    """Chunk records per ``(text, doc_id, source)`` item, in order (the adapters' one path)."""
+    """Records per ``(text, doc_id, source)`` item, in order (the adapters' one path): of the
+    chunks, or of their focus spans (``index="focus"``)."""
     attrs.register_extensions()
 
     def docs() -> Iterable[Doc]:
@@ -108,7 +110,7 @@ def chunk_texts_with_ids(
             yield doc
 
     for doc in nlp.pipe(docs(), batch_size=batch_size):
-        yield chunk_records(doc, spans_key)
+        yield chunk_records(doc, spans_key, index=index, focus_key=focus_key)
 
 
 def default_embedder() -> Any:
@@ -135,6 +137,8 @@ def to_chroma(
     *,
     spans_key: str = attrs.RAG_CHUNKS_KEY,
     batch_size: int = 64,
+    index: str = "chunks",
+    focus_key: str = attrs.FOCUS_KEY,
 ) -> int:
     """Upsert every chunk of ``spans_key`` into a Chroma ``collection``; returns the number stored.
 
@@ -144,6 +148,8 @@ def to_chroma(
     findings out. ``embedder`` maps texts to vectors (one of our embedders or any
     callable); ``None`` uses :func:`default_embedder`. Ids are the stable record ids, so
     re-exporting a note updates it. A document without the group is an error.
+    ``index="focus"`` stores the chunks' focus spans instead (``clin_focus``), each with its
+    chunk's id as ``parent_id`` in the metadata.
     """
     embed = embedder if embedder is not None else default_embedder()
     batch: List[Dict[str, Any]] = []
@@ -163,7 +169,7 @@ def to_chroma(
         batch.clear()
         return count
 
-    for record in iter_records(docs, spans_key):
+    for record in iter_records(docs, spans_key, index=index, focus_key=focus_key):
         batch.append(record)
         if len(batch) >= batch_size:
             added += flush()
