@@ -126,7 +126,8 @@ def test_records_of_the_chunks_carry_assertion_focus_and_context(module_server, 
         assert record["enriched_text"] == f"{record['context']}\n\n{record['text']}"
         assert record["assertion"] == chunk._.clin_assertion in ("affirmed", "negated", "normal", "uncertain",
                                                                  "historical", "hypothetical", "family")
-        assert record["attributes"].get("focus_ids") == chunk._.clin_focus_ids
+        focus = [doc.spans["clin_focus"][i] for i in chunk._.clin_focus_ids]
+        assert record["focus"] == [{"start": s.start_char, "end": s.end_char, "text": s.text} for s in focus]
     assert any(r["assertion"] == "negated" for r in records)
 
 
