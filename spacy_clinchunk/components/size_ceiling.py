@@ -30,7 +30,7 @@ from .settings import PositiveInt
 from .token_counters import WordCounter
 
 FACTORY = "clin_size_ceiling"
-DEFAULT_MAX_TOKENS = 12
+DEFAULT_MAX_TOKENS = 8
 DEFAULT_COUNTER = {"@misc": "spacy_clinchunk.WordCounter.v1"}
 CUE_LISTS = (  # word lists by rank (after line breaks and list markers, rank 0)
     ("coordinating_conjunctions", "transition_markers"),
