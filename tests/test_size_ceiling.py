@@ -64,7 +64,7 @@ def test_a_line_break_comes_before_every_cue():
     # the single line break is a soft one (a wrapped line): only the ceiling cuts there
     text = "fever and cough since monday\nwith pain in the knee"
     assert chunk_texts(ceiling_nlp(max_tokens=6)(text)) == ["fever and cough since monday", "with pain in the knee"]
-    assert check(ceiling_nlp(max_tokens=4)(text), 4) == ["fever", "and cough since monday", "with pain", "in the knee"]
+    assert check(ceiling_nlp(max_tokens=4)(text), 4) == ["fever and cough", "since monday", "with pain", "in the knee"]
 
 
 def test_list_markers_inside_a_line():
@@ -76,7 +76,7 @@ def test_list_markers_inside_a_line():
 
 def test_conjunctions_then_report_verbs_then_prepositions_then_the_middle(small):
     # a conjunction wins over a preposition nearer the middle
-    assert chunk_texts(small("left knee pain severe and swelling of ankle")) == ["left knee pain severe", "and swelling of ankle"]
+    assert chunk_texts(small("left knee pain severe but swelling of ankle")) == ["left knee pain severe", "but swelling of ankle"]
     assert chunk_texts(small("severe pain in the knee but swelling")) == ["severe pain", "in the knee", "but swelling"]
     # a verb of report when there is no conjunction
     assert chunk_texts(small("the mother of patient reports staring spells at night")) == [
@@ -93,6 +93,13 @@ def test_a_cue_is_not_taken_when_it_leaves_a_fragment():
     # "reports" after the first word would leave "Patient" alone: the preposition wins
     assert chunk_texts(nlp("Patient reports chest pain radiating to the left arm since yesterday")) == [
         "Patient reports chest pain radiating", "to the left arm since yesterday",
+    ]
+
+
+def test_a_conjunction_inside_one_concept_is_no_cue():
+    nlp = ceiling_nlp(max_tokens=6)
+    assert chunk_texts(nlp("examination showed cleft lip and palate with a murmur")) == [
+        "examination showed cleft lip and palate", "with a murmur",
     ]
 
 

@@ -5,7 +5,8 @@ downstream embedder). A piece over the ceiling is cut at the best boundary insid
 and the halves again, until every piece fits (or is one word). The boundaries, best first:
 
 1. a line break inside the piece, or a list marker ("-", "•", "2)", "b.") starting a word;
-2. a coordinating conjunction or transition marker ("and", "as well as");
+2. a coordinating conjunction or transition marker ("and", "as well as"), unless it joins
+   the parts of one concept ("cleft lip and palate", the rules of ``keep_coordinated``);
 3. a verb of report ("denies", "reports");
 4. a preposition ("with", "due to");
 5. a word boundary: the middle, or where the piece divides into equal parts under the ceiling.
@@ -24,6 +25,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 from spacy.language import Language
 
 from .base import ChunkRefiner, refiner_factory
+from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from ..resources_io import Override
 from ..spans import Range, normalize_word
 from .settings import PositiveInt
@@ -73,8 +75,8 @@ def _phrase_table(items: Iterable[str]) -> Phrases:
 class SizeCeiling(ChunkRefiner):
     """Cut every chunk over ``max_tokens`` at clause cues, then in the middle."""
 
-    resource_names = tuple(name for names in CUE_LISTS for name in names)
-    compiled = ("cue_tables",)
+    resource_names = tuple(name for names in CUE_LISTS for name in names) + COORDINATION_RESOURCES
+    compiled = ("cue_tables", "coordination")
 
     def __init__(
         self,
@@ -92,6 +94,7 @@ class SizeCeiling(ChunkRefiner):
 
     def setup(self) -> None:
         self.cue_tables = [_phrase_table(w for n in names for w in self.resources[n]) for names in CUE_LISTS]
+        self.coordination = rules_from_resources(self.resources, self.lang)
 
     def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
         words = [(m.start(), m.end()) for m in _WORD.finditer(text, start, end)]
@@ -116,14 +119,20 @@ class SizeCeiling(ChunkRefiner):
         """For each rank, the sorted word indices before which a cut may fall (one pass)."""
         ranked: List[List[int]] = [[] for _ in range(N_RANKS)]
         normalized = [normalize_word(text[a:b]) for a, b in words]
+        piece = (words[0][0], words[-1][1]) if words else (0, 0)
         for i in range(1, len(words)):
             if "\n" in text[words[i - 1][1]:words[i][0]] or _LIST_MARKER.match(text, words[i][0], words[i][1]):
                 ranked[0].append(i)
                 continue
             for rank, table in enumerate(self.cue_tables, start=1):
-                if any(tuple(normalized[i:i + len(p)]) == p for p in table.get(normalized[i], ())):
-                    ranked[rank].append(i)
-                    break
+                phrase = next((p for p in table.get(normalized[i], ()) if tuple(normalized[i:i + len(p)]) == p), None)
+                if phrase is None:
+                    continue
+                marker = (words[i][0], words[min(i + len(phrase), len(words)) - 1][1])
+                if rank == 1 and self.coordination.keeps(text, piece, marker):
+                    break  # "aplastic or hypoplastic nails": a conjunction inside one concept is no cue
+                ranked[rank].append(i)
+                break
         return ranked
 
     def _cut(self, text: str, words: Sequence[Range], prefix: Sequence[int]) -> List[Tuple[int, int]]:
