@@ -23,6 +23,7 @@ from bisect import bisect_left, bisect_right
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
+from spacy.tokens import Doc
 
 from .base import ChunkRefiner, refiner_factory
 from .coordination import COORDINATION_RESOURCES, rules_from_resources
@@ -95,6 +96,15 @@ class SizeCeiling(ChunkRefiner):
     def setup(self) -> None:
         self.cue_tables = [_phrase_table(w for n in names for w in self.resources[n]) for names in CUE_LISTS]
         self.coordination = rules_from_resources(self.resources, self.lang)
+
+    def __call__(self, doc: Doc) -> Doc:
+        # fast path: counting words, a chunk of at most max_tokens tokens has at most as many
+        # words, so a group where every chunk is that short is left as it is
+        group = doc.spans.get(self.spans_key) if self.spans_key in doc.spans else None
+        if group is not None and isinstance(self.token_counter, WordCounter):
+            if all(len(span) <= self.max_tokens for span in group):
+                return doc
+        return super().__call__(doc)
 
     def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
         words = [(m.start(), m.end()) for m in _WORD.finditer(text, start, end)]
