@@ -223,3 +223,11 @@ def test_disk_round_trip_keeps_the_lists_and_the_ceiling(tmp_path):
     assert chunk_texts(loaded(text)) == expected
     bigger = spacy.load(tmp_path / "p", config={"components": {"clin_size_ceiling": {"max_tokens": 10}}})
     assert chunk_texts(bigger(text)) == [text]
+
+
+def test_no_cut_right_after_a_negation():
+    nlp = ceiling_nlp(max_tokens=4)
+    # the middle of these eight words falls right after "no": the cut moves to the next boundary
+    assert chunk_texts(nlp("alpha beta gamma no delta epsilon zeta eta")) == ["alpha beta", "gamma no delta", "epsilon zeta eta"]
+    # nothing but negations: the guarantee wins over the rule
+    assert check(nlp("no " * 9), 4) == ["no no no"] * 3

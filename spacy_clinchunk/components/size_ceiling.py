@@ -12,7 +12,8 @@ and the halves again, until every piece fits (or is one word). The boundaries, b
 5. a word boundary: the middle, or where the piece divides into equal parts under the ceiling.
 
 Within a class the boundary nearest the middle (in tokens) wins; a cue is taken only when
-it leaves a quarter of the ceiling (at least one token) on each side. The candidates of a piece
+it leaves a quarter of the ceiling (at least one token) on each side, and no cut falls right
+after a negation ("no" | "fever"; the word list ``negation_words``). The candidates of a piece
 are found once, in one pass over its words, and kept in sorted lists; each cut picks its
 boundary by bisection, so a piece of n words costs O(n) to scan and O(log n) per cut.
 Pieces are character ranges of ``doc.text``: the text is never rewritten.
@@ -76,8 +77,8 @@ def _phrase_table(items: Iterable[str]) -> Phrases:
 class SizeCeiling(ChunkRefiner):
     """Cut every chunk over ``max_tokens`` at clause cues, then in the middle."""
 
-    resource_names = tuple(name for names in CUE_LISTS for name in names) + COORDINATION_RESOURCES
-    compiled = ("cue_tables", "coordination")
+    resource_names = tuple(name for names in CUE_LISTS for name in names) + COORDINATION_RESOURCES + ("negation_words",)
+    compiled = ("cue_tables", "coordination", "negations")
 
     def __init__(
         self,
@@ -96,6 +97,7 @@ class SizeCeiling(ChunkRefiner):
     def setup(self) -> None:
         self.cue_tables = [_phrase_table(w for n in names for w in self.resources[n]) for names in CUE_LISTS]
         self.coordination = rules_from_resources(self.resources, self.lang)
+        self.negations = {normalize_word(w) for w in self.resources["negation_words"]}
 
     def __call__(self, doc: Doc) -> Doc:
         # fast path: counting words, a chunk of at most max_tokens tokens has at most as many
@@ -125,12 +127,17 @@ class SizeCeiling(ChunkRefiner):
         return [(words[a][0], words[b - 1][1]) for a, b in self._cut(text, words, prefix)]
 
     # -- cutting ----------------------------------------------------------------
-    def candidates(self, text: str, words: Sequence[Range]) -> List[List[int]]:
-        """For each rank, the sorted word indices before which a cut may fall (one pass)."""
+    def candidates(self, text: str, words: Sequence[Range]) -> Tuple[List[List[int]], List[bool]]:
+        """For each rank, the sorted word indices before which a cut may fall, and for every word
+        whether a cut before it is barred (it follows a negation: "no" stays with what it
+        negates). One pass over the words."""
         ranked: List[List[int]] = [[] for _ in range(N_RANKS)]
         normalized = [normalize_word(text[a:b]) for a, b in words]
         piece = (words[0][0], words[-1][1]) if words else (0, 0)
+        barred = [False] + [w in self.negations for w in normalized[:-1]]
         for i in range(1, len(words)):
+            if barred[i]:
+                continue
             if "\n" in text[words[i - 1][1]:words[i][0]] or _LIST_MARKER.match(text, words[i][0], words[i][1]):
                 ranked[0].append(i)
                 continue
@@ -143,10 +150,10 @@ class SizeCeiling(ChunkRefiner):
                     break  # "aplastic or hypoplastic nails": a conjunction inside one concept is no cue
                 ranked[rank].append(i)
                 break
-        return ranked
+        return ranked, barred
 
     def _cut(self, text: str, words: Sequence[Range], prefix: Sequence[int]) -> List[Tuple[int, int]]:
-        ranked = self.candidates(text, words)
+        ranked, barred = self.candidates(text, words)
         pieces: List[Tuple[int, int]] = []
         stack = [(0, len(words))]
         while stack:
@@ -154,14 +161,16 @@ class SizeCeiling(ChunkRefiner):
             if prefix[b] - prefix[a] <= self.max_tokens or b - a == 1:
                 pieces.append((a, b))
                 continue
-            i = self._best_cut(ranked, prefix, a, b, self.max_tokens)
+            i = self._best_cut(ranked, barred, prefix, a, b, self.max_tokens)
             self.work += 1
             stack.append((i, b))
             stack.append((a, i))
         return pieces
 
     @staticmethod
-    def _best_cut(ranked: Sequence[List[int]], prefix: Sequence[int], a: int, b: int, max_tokens: int) -> int:
+    def _best_cut(
+        ranked: Sequence[List[int]], barred: Sequence[bool], prefix: Sequence[int], a: int, b: int, max_tokens: int
+    ) -> int:
         """The cut in (a, b) of the best rank that has one, nearest the token middle."""
         def nearest(options: Sequence[int], lo: int, hi: int, target: float) -> int:
             centre = min(max(bisect_left(prefix, target, a + 1, b), a + 1), b - 1)
@@ -183,4 +192,11 @@ class SizeCeiling(ChunkRefiner):
         # no cue: the word boundary that shares the piece out in equal parts (the middle when
         # two parts suffice), so pieces come out near the ceiling, not at half of it
         parts = -(-total // max_tokens)
-        return nearest(range(a + 1, b), 0, b - a - 1, prefix[a] + (parts // 2) * total / parts)
+        i = nearest(range(a + 1, b), 0, b - a - 1, prefix[a] + (parts // 2) * total / parts)
+        # not right after a negation: the next boundary on either side (a few steps at most,
+        # so a run of negations costs no rescans; the guarantee beats the rule)
+        if barred[i]:
+            for j in (i + 1, i - 1, i + 2, i - 2, i + 3, i - 3):
+                if a < j < b and not barred[j]:
+                    return j
+        return i
