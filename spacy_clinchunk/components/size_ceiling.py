@@ -102,6 +102,7 @@ class SizeCeiling(ChunkRefiner):
     def __call__(self, doc: Doc) -> Doc:
         # fast path: counting words, a chunk of at most max_tokens tokens has at most as many
         # words, so a group where every chunk is that short is left as it is
+        self.resources  # noqa: B018  (data errors surface on every doc, as in ChunkRefiner)
         group = doc.spans.get(self.spans_key) if self.spans_key in doc.spans else None
         if group is not None and isinstance(self.token_counter, WordCounter):
             if all(len(span) <= self.max_tokens for span in group):
