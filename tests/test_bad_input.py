@@ -80,3 +80,50 @@ def test_million_character_note(nlp):
     assert len(doc.spans["clin_chunks"]) == copies * len(single)
     assert chunk_texts(doc)[: len(single)] == single
     assert chunk_texts(doc)[-len(single) :] == single
+
+
+# -- the flagship default: bounded pieces on text without punctuation, in linear time -------------
+@pytest.fixture(scope="module")
+def flagship():
+    pytest.importorskip("medspacy")
+    from spacy_clinchunk.pipeline import load_pipeline
+
+    return load_pipeline(CONFIG_DIR / "default.cfg")
+
+
+def bounded(nlp, text):
+    """Chunks as run() checks them, none over the ceiling; focus spans inside their chunk."""
+    pieces = run(nlp, text)
+    ceiling = nlp.get_pipe("clin_size_ceiling").max_tokens
+    assert all(len(p.split()) <= ceiling for p in pieces)
+    return pieces
+
+
+def test_flagship_on_a_note_without_punctuation(flagship):
+    text = ("patient reports fever and cough since monday with rash on both arms denies vomiting "
+            "mother has asthma ") * 20
+    doc = flagship(text)
+    assert len(bounded(flagship, text)) > 40
+    chunks = doc.spans["clin_chunks"]
+    for focus in doc.spans["clin_focus"]:
+        parent = chunks[focus._.clin_focus_of]
+        assert parent.start_char <= focus.start_char and focus.end_char <= parent.end_char
+
+
+def test_flagship_on_one_line_of_200000_characters(flagship):
+    # linear: the conjunction splitter bisects, the ceiling cuts by position, ConText's scope is bounded
+    text = ("patient has no fever and cough with rash " * 5_000)[:200_000]
+    assert len(bounded(flagship, text)) > 4_000  # about one chunk per "and": 25,000 words
+
+
+def test_flagship_on_fifty_thousand_list_items(flagship):
+    text = "\n".join(f"- item {i} daily" for i in range(50_000))
+    assert len(bounded(flagship, text)) == 50_000
+
+
+def test_unknown_strategy_is_one_line():
+    from spacy_clinchunk.pipeline import PipelineError, resolve_pipeline
+
+    with pytest.raises(PipelineError) as info:
+        resolve_pipeline("defualt")
+    assert "unknown strategy 'defualt'" in str(info.value) and "\n" not in str(info.value)

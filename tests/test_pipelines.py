@@ -195,7 +195,9 @@ def test_resolver_reads_the_groups_from_the_loaded_pipeline(tmp_path):
     assert saved.path == tmp_path / "saved" and saved.spans_keys == ("mine", "declared") and saved.chunks_key == "declared"
     given = resolve_pipeline(nlp)
     assert given.nlp is nlp and given.path is None and given.chunks_key == "declared"
-    overridden = resolve_pipeline("simple", {"components.clin_cleaner.spans_key": "other"})
+    overridden = resolve_pipeline(
+        "simple", {"components.clin_cleaner.spans_key": "other", "components.clin_size_ceiling.spans_key": "other"}
+    )
     assert overridden.chunks_key == "other"  # the setting as loaded, not as written in the file
 
 
@@ -213,3 +215,70 @@ def test_resolver_errors_are_one_line(source, message):
     with pytest.raises(PipelineError) as info:
         resolve_pipeline(source)
     assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+# -- the flagship default and the size ceiling of every clause strategy -----------------------
+CLAUSE_CONFIGS = ["default", "punct_conj_cleaned", "assertion", "retrieval", "simple", "sliding_window", "semantic"]
+FLAGSHIP = ["sentencizer", "clin_punct_splitter", "clin_conj_splitter", "clin_cleaner", "clin_size_ceiling",
+            "clin_context_assertion", "clin_focus"]
+DICTATED = ("patient has seizures but no developmental delay she denies fever chills or night sweats "
+            "her mother reports staring spells at night with loss of tone in both arms since the age of two")
+
+
+@pytest.fixture(scope="module")
+def flagship():
+    pytest.importorskip("medspacy")
+    return load_pipeline(CONFIG_DIR / "default.cfg")
+
+
+@pytest.mark.parametrize("name", CLAUSE_CONFIGS)
+def test_every_clause_strategy_ends_its_chunking_with_the_size_ceiling(name):
+    pipeline = spacy.util.load_config(CONFIG_DIR / f"{name}.cfg")["nlp"]["pipeline"]
+    writers = [p for p in pipeline if p not in ("clin_context_assertion", "clin_focus")]
+    assert writers[-1] == "clin_size_ceiling"
+
+
+def test_default_is_the_flagship_without_an_embedder(flagship):
+    assert flagship.pipe_names == FLAGSHIP
+    assert "embedder" not in flagship.config.to_str()
+    doc = flagship("Patient has seizures but no developmental delay. She denies fever, chills, or night sweats.")
+    chunks, focus = doc.spans["clin_chunks"], doc.spans["clin_focus"]
+    assert [(s.text, s._.clin_assertion) for s in chunks] == [
+        ("Patient has seizures", "affirmed"),
+        ("no developmental delay", "negated"),
+        ("She denies fever", "negated"),
+        ("chills, or night sweats", "negated"),
+    ]
+    for i, chunk in enumerate(chunks):  # linked both ways, each focus span with its chunk's assertion
+        assert chunk._.clin_focus_ids
+        for f in chunk._.clin_focus_ids:
+            assert focus[f]._.clin_focus_of == i and focus[f]._.clin_assertion == chunk._.clin_assertion
+    assert "developmental delay" in [s.text for s in focus] and "night sweats" in [s.text for s in focus]
+
+
+def test_default_bounds_dictated_text_and_round_trips(flagship, tmp_path):
+    doc = flagship(DICTATED)
+    ceiling = flagship.get_pipe("clin_size_ceiling").max_tokens
+    chunks = list(doc.spans["clin_chunks"])
+    assert len(chunks) >= 3 and all(len(s.text.split()) <= ceiling for s in chunks)
+    assert all(s.text == DICTATED[s.start_char:s.end_char] for s in chunks)
+    flagship.to_disk(tmp_path / "default")
+    reloaded = spacy.load(tmp_path / "default")
+    again = reloaded(DICTATED)
+    for key in ("clin_chunks", "clin_focus"):
+        assert offsets(again, key) == offsets(doc, key)
+    assert [s._.clin_assertion for s in again.spans["clin_chunks"]] == [s._.clin_assertion for s in chunks]
+
+
+def test_default_runs_without_an_embedding_library():
+    pytest.importorskip("medspacy")
+    code = (
+        "import sys, spacy; heavy = ('sentence_transformers', 'transformers', 'model2vec'); "
+        "nlp = spacy.blank('en'); before = {m for m in heavy if m in sys.modules}; "
+        "from spacy_clinchunk.pipeline import load_pipeline; "
+        f"nlp = load_pipeline({str(CONFIG_DIR / 'default.cfg')!r}); nlp('No fever but has cough.'); "
+        "print(sorted(m for m in heavy if m in sys.modules and m not in before))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -296,15 +296,46 @@ def test_cli_flags_reach_the_component():
     assert pipe.threshold == pytest.approx(0.3)
 
 
-@pytest.mark.parametrize("name", ["default", "sliding_window"])
+@pytest.mark.parametrize("name", ["semantic", "sliding_window"])
 def test_configs_name_the_seeds_settings(name):
     config = spacy.util.load_config(CONFIG_DIR / f"{name}.cfg")
     section = config["components"]["clin_semantic_window"]
-    expected = {"default": (7, 0.5), "sliding_window": (10, 0.4)}[name]
+    expected = {"semantic": (7, 0.5), "sliding_window": (10, 0.4)}[name]
     assert (section["window_size"], section["threshold"]) == expected
+    assert section["only_over"] is None  # Phentrieve's behaviour: every chunk
     pipeline = config["nlp"]["pipeline"]
-    if name == "default":
-        assert pipeline == ["sentencizer", "clin_punct_splitter", "clin_conj_splitter", "clin_semantic_window", "clin_cleaner"]
+    if name == "semantic":
+        assert pipeline == ["sentencizer", "clin_punct_splitter", "clin_conj_splitter", "clin_semantic_window",
+                            "clin_cleaner", "clin_size_ceiling"]
+    assert pipeline[-1] == "clin_size_ceiling"
+
+
+def test_the_default_pipeline_has_no_embedder():
+    config = spacy.util.load_config(CONFIG_DIR / "default.cfg")
+    assert "clin_semantic_window" not in config["nlp"]["pipeline"]
+    assert "embedder" not in config.to_str()
+
+
+# -- only_over: the window works only on pieces a size ceiling would cut ---------------------------
+def test_only_over_leaves_short_pieces_to_the_rules_and_never_calls_the_model():
+    nlp = make_nlp(sentencizer=True, window_size=2, threshold=0.8, min_segment_words=1, only_over=8)
+    text = "xa xb ya yb. xc xd yc yd. ma mb mc."  # every sentence of at most 8 words
+    assert chunk_texts(nlp(text)) == ["xa xb ya yb.", "xc xd yc yd.", "ma mb mc."]
+    assert embedder_of(nlp).calls == []
+    full = make_nlp(sentencizer=True, window_size=2, threshold=0.8, min_segment_words=1)
+    assert chunk_texts(full(text))[:2] == ["xa xb", "ya"] and embedder_of(full).calls  # without only_over: cut
+
+
+def test_only_over_cuts_an_over_long_piece_where_its_meaning_shifts():
+    nlp = make_nlp(sentencizer=True, window_size=2, threshold=0.8, split_at="minimum", only_over=8)
+    long = "xa xb xc xd xe ya yb yc yd ye"
+    doc = nlp(f"xa ya. {long}")
+    assert chunk_texts(doc) == ["xa ya.", "xa xb xc xd xe", "ya yb yc yd ye"]
+    assert [t for call in embedder_of(nlp).calls for t in call] and all(
+        t in long for call in embedder_of(nlp).calls for t in call
+    )  # only the long piece's windows reached the model
+    with pytest.raises(Exception, match="only_over"):
+        make_nlp(only_over=0)
 
 
 def test_adding_the_component_loads_no_model_library():
@@ -331,7 +362,7 @@ NOTE = (
 
 @pytest.fixture(scope="module")
 def minilm_nlp():
-    nlp = load_pipeline(CONFIG_DIR / "default.cfg")
+    nlp = load_pipeline(CONFIG_DIR / "semantic.cfg")
     return nlp
 
 

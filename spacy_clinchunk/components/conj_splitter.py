@@ -9,6 +9,7 @@ that joins single words ("aplastic or hypoplastic nails") is kept when fewer tha
 """
 
 import re
+from bisect import bisect_right, bisect_left
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
@@ -80,15 +81,18 @@ class ConjSplitter(ChunkRefiner):
 
     def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
         protected = self._protected(text, start, end)
+        # word starts, found once: counting the words before and after a marker is a bisection,
+        # so a long chunk with many markers stays linear
+        starts = [m.start() for m in _WORD.finditer(text, start, end)]
         pieces: List[Range] = []
         cursor = start
         for match in self.marker_re.finditer(text, start, end):
             split = match.start()
-            if any(a <= split < b for a, b in protected):
+            if protected and _inside(protected, split):
                 continue
-            if len(_WORD.findall(text, cursor, split)) < self.min_words_before:
+            if bisect_left(starts, split) - bisect_left(starts, cursor) < self.min_words_before:
                 continue
-            if len(_WORD.findall(text, match.end(), end)) < self.min_words_after:
+            if len(starts) - bisect_left(starts, match.end()) < self.min_words_after:
                 continue
             if self.coordination is not None and self.coordination.keeps(text, (start, end), (split, match.end())):
                 continue
@@ -98,6 +102,13 @@ class ConjSplitter(ChunkRefiner):
         return [r for r in (strip_range(text, s, e) for s, e in pieces) if r[0] < r[1]]
 
     def _protected(self, text: str, start: int, end: int) -> List[Tuple[int, int]]:
+        """Ranges of the fixed expressions in the chunk, in order (they do not overlap)."""
         if self.fixed_re is None:
             return []
         return [(m.start(), m.end()) for m in self.fixed_re.finditer(text, start, end)]
+
+
+def _inside(ranges: Sequence[Tuple[int, int]], position: int) -> bool:
+    """Whether ``position`` lies in one of the sorted, disjoint ``ranges``."""
+    i = bisect_right(ranges, (position, float("inf"))) - 1
+    return i >= 0 and ranges[i][0] <= position < ranges[i][1]

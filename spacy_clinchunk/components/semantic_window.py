@@ -7,6 +7,11 @@ cosine similarity of adjacent windows drops below ``threshold``. Pieces shorter 
 ("no", "kein", "sin") joins the piece it negates. Windows are slices of ``doc.text``, so
 every chunk keeps exact character offsets.
 
+With ``only_over = N`` (default null: every chunk) it works only on chunks of more than N
+words, the ones a size ceiling would have to cut anyway: well-punctuated text, whose clause
+chunks are short, then never reaches the embedder, and an over-long run-on piece is cut
+where its meaning shifts. Put ``clin_size_ceiling`` after it for the guarantee.
+
 Speed: :meth:`SemanticWindow.pipe` collects the windows of every chunk of every doc in
 a batch, drops duplicates, encodes them once (length-sorted batches under
 ``torch.inference_mode``) and computes all adjacent cosines in one vectorised step.
@@ -61,6 +66,7 @@ Segment = Tuple[int, int]  # [first word, end word) of one piece
     negation_merge_max_words=12,
     batch_size=256,
     save_model=False,
+    only_over=None,
 )
 def make_semantic_window(
     nlp: Language,
@@ -76,6 +82,7 @@ def make_semantic_window(
     negation_merge_max_words: NonNegativeInt,
     batch_size: PositiveInt,
     save_model: bool,
+    only_over: Optional[PositiveInt],
     spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
     if step_size > window_size:
@@ -96,6 +103,7 @@ def make_semantic_window(
         negation_merge_max_words=negation_merge_max_words,
         batch_size=batch_size,
         save_model=save_model,
+        only_over=only_over,
     )
 
 
@@ -140,6 +148,7 @@ class SemanticWindow(ChunkRefiner):
         negation_merge_max_words: int,
         batch_size: int,
         save_model: bool,
+        only_over: Optional[int],
         **kwargs: Any,
     ) -> None:
         self.embedder = embedder
@@ -153,6 +162,7 @@ class SemanticWindow(ChunkRefiner):
         self.negation_merge_max_words = negation_merge_max_words
         self.batch_size = batch_size
         self.save_model = save_model
+        self.only_over = only_over
         self.last_stats: Dict[str, int] = {}
         super().__init__(nlp, name, **kwargs)
 
@@ -197,7 +207,7 @@ class SemanticWindow(ChunkRefiner):
         """Split one chunk (a single-chunk batch; :meth:`pipe` is the fast path)."""
         words = [(m.start(), m.end()) for m in _WORD.finditer(text, start, end)]
         job = _Job(0, start, end, words)
-        if self._n_windows(len(words)) >= 2:
+        if self._wanted(len(words)):
             self._similarities([text], [job])
             return self._split(text, job)
         return [(start, end)]
@@ -211,9 +221,9 @@ class SemanticWindow(ChunkRefiner):
         for d, doc in enumerate(docs):
             for start, end in current_ranges(doc, self.spans_key, self.abbreviation_rule):
                 words = [(m.start(), m.end()) for m in _WORD.finditer(texts[d], start, end)]
-                if self._n_windows(len(words)) >= 2:
+                if self._wanted(len(words)):
                     jobs.append(_Job(d, start, end, words))
-                else:  # shorter than two windows: left alone, no model call
+                else:  # shorter than two windows, or not over only_over: left alone, no model call
                     kept[d].append((start, end))
         if jobs:
             if self.reads_docs:
@@ -224,6 +234,10 @@ class SemanticWindow(ChunkRefiner):
                 kept[job.doc_index].extend(self._split(texts[job.doc_index], job))
         for d, doc in enumerate(docs):
             write_group(doc, self.spans_key, kept[d])
+
+    def _wanted(self, n_words: int) -> bool:
+        """Whether a chunk of ``n_words`` words is split (two windows, and over ``only_over``)."""
+        return self._n_windows(n_words) >= 2 and (self.only_over is None or n_words > self.only_over)
 
     def _n_windows(self, n_words: int) -> int:
         if n_words < self.window_size:

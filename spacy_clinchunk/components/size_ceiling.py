@@ -1,0 +1,203 @@
+"""clin_size_ceiling: no chunk longer than ``max_tokens``; an over-long piece is cut inside.
+
+Tokens are counted by ``token_counter`` (words by default, or the wordpieces of the
+downstream embedder). A piece over the ceiling is cut at the best boundary inside it,
+and the halves again, until every piece fits (or is one word). The boundaries, best first:
+
+1. a line break inside the piece, or a list marker ("-", "•", "2)", "b.") starting a word;
+2. a coordinating conjunction or transition marker ("and", "as well as"), unless it joins
+   the parts of one concept ("cleft lip and palate", the rules of ``keep_coordinated``);
+3. a verb of report ("denies", "reports");
+4. a preposition ("with", "due to");
+5. a word boundary: the middle, or where the piece divides into equal parts under the ceiling.
+
+Within a class the boundary nearest the middle (in tokens) wins; a cue is taken only when
+it leaves a quarter of the ceiling (at least one token) on each side, and no cut falls right
+after a negation ("no" | "fever"; the word list ``negation_words``). The candidates of a piece
+are found once, in one pass over its words, and kept in sorted lists; each cut picks its
+boundary by bisection, so a piece of n words costs O(n) to scan and O(log n) per cut.
+Pieces are character ranges of ``doc.text``: the text is never rewritten.
+"""
+
+import re
+from bisect import bisect_left, bisect_right
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from spacy.language import Language
+from spacy.tokens import Doc
+
+from .base import ChunkRefiner, refiner_factory
+from .coordination import COORDINATION_RESOURCES, rules_from_resources
+from ..resources_io import Override
+from ..spans import Range, normalize_word
+from .settings import PositiveInt
+from .token_counters import WordCounter
+
+FACTORY = "clin_size_ceiling"
+DEFAULT_MAX_TOKENS = 8
+DEFAULT_COUNTER = {"@misc": "spacy_clinchunk.WordCounter.v1"}
+CUE_LISTS = (  # word lists by rank (after line breaks and list markers, rank 0)
+    ("coordinating_conjunctions", "transition_markers"),
+    ("ceiling_report_verbs",),
+    ("ceiling_prepositions",),
+)
+N_RANKS = 1 + len(CUE_LISTS)
+_WORD = re.compile(r"\S+")
+_LIST_MARKER = re.compile(r"(?:[-*•·–—▪]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])$")
+
+Phrases = Dict[str, List[Tuple[str, ...]]]  # first word -> phrases starting with it, longest first
+
+
+@refiner_factory(FACTORY, scored=True, max_tokens=DEFAULT_MAX_TOKENS, token_counter=DEFAULT_COUNTER)
+def make_size_ceiling(
+    nlp: Language,
+    name: str,
+    max_tokens: PositiveInt,
+    token_counter: Callable[[Sequence[str]], List[int]],
+    spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
+):
+    return SizeCeiling(
+        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
+        max_tokens=max_tokens,
+        token_counter=token_counter,
+    )
+
+
+def _phrase_table(items: Iterable[str]) -> Phrases:
+    table: Phrases = {}
+    for item in items:
+        phrase = tuple(normalize_word(w) for w in item.split())
+        if phrase and all(phrase):
+            table.setdefault(phrase[0], []).append(phrase)
+    for phrases in table.values():
+        phrases.sort(key=len, reverse=True)
+    return table
+
+
+class SizeCeiling(ChunkRefiner):
+    """Cut every chunk over ``max_tokens`` at clause cues, then in the middle."""
+
+    resource_names = tuple(name for names in CUE_LISTS for name in names) + COORDINATION_RESOURCES + ("negation_words",)
+    compiled = ("cue_tables", "coordination", "negations")
+
+    def __init__(
+        self,
+        nlp: Language,
+        name: str,
+        *,
+        max_tokens: int,
+        token_counter: Callable[[Sequence[str]], List[int]],
+        **kwargs: Any,
+    ) -> None:
+        self.max_tokens = max_tokens
+        self.token_counter = token_counter
+        self.work = 0  # words scanned plus cuts made, since creation (a linear-time check reads it)
+        super().__init__(nlp, name, **kwargs)
+
+    def setup(self) -> None:
+        self.cue_tables = [_phrase_table(w for n in names for w in self.resources[n]) for names in CUE_LISTS]
+        self.coordination = rules_from_resources(self.resources, self.lang)
+        self.negations = {normalize_word(w) for w in self.resources["negation_words"]}
+
+    def __call__(self, doc: Doc) -> Doc:
+        # fast path: counting words, a chunk of at most max_tokens tokens has at most as many
+        # words, so a group where every chunk is that short is left as it is
+        self.resources  # noqa: B018  (data errors surface on every doc, as in ChunkRefiner)
+        group = doc.spans.get(self.spans_key) if self.spans_key in doc.spans else None
+        if group is not None and isinstance(self.token_counter, WordCounter):
+            if all(len(span) <= self.max_tokens for span in group):
+                return doc
+        return super().__call__(doc)
+
+    def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
+        words = [(m.start(), m.end()) for m in _WORD.finditer(text, start, end)]
+        self.work += len(words)
+        if not words:
+            return []
+        if isinstance(self.token_counter, WordCounter):
+            if len(words) <= self.max_tokens:
+                return [(words[0][0], words[-1][1])]
+            counts: Sequence[int] = [1] * len(words)
+        else:
+            counts = self.token_counter([text[a:b] for a, b in words])
+        prefix = [0]
+        for count in counts:
+            prefix.append(prefix[-1] + count)
+        if prefix[-1] <= self.max_tokens:
+            return [(words[0][0], words[-1][1])]
+        return [(words[a][0], words[b - 1][1]) for a, b in self._cut(text, words, prefix)]
+
+    # -- cutting ----------------------------------------------------------------
+    def candidates(self, text: str, words: Sequence[Range]) -> Tuple[List[List[int]], List[bool]]:
+        """For each rank, the sorted word indices before which a cut may fall, and for every word
+        whether a cut before it is barred (it follows a negation: "no" stays with what it
+        negates). One pass over the words."""
+        ranked: List[List[int]] = [[] for _ in range(N_RANKS)]
+        normalized = [normalize_word(text[a:b]) for a, b in words]
+        piece = (words[0][0], words[-1][1]) if words else (0, 0)
+        barred = [False] + [w in self.negations for w in normalized[:-1]]
+        for i in range(1, len(words)):
+            if barred[i]:
+                continue
+            if "\n" in text[words[i - 1][1]:words[i][0]] or _LIST_MARKER.match(text, words[i][0], words[i][1]):
+                ranked[0].append(i)
+                continue
+            for rank, table in enumerate(self.cue_tables, start=1):
+                phrase = next((p for p in table.get(normalized[i], ()) if tuple(normalized[i:i + len(p)]) == p), None)
+                if phrase is None:
+                    continue
+                marker = (words[i][0], words[min(i + len(phrase), len(words)) - 1][1])
+                if rank == 1 and self.coordination.keeps(text, piece, marker):
+                    break  # "aplastic or hypoplastic nails": a conjunction inside one concept is no cue
+                ranked[rank].append(i)
+                break
+        return ranked, barred
+
+    def _cut(self, text: str, words: Sequence[Range], prefix: Sequence[int]) -> List[Tuple[int, int]]:
+        ranked, barred = self.candidates(text, words)
+        pieces: List[Tuple[int, int]] = []
+        stack = [(0, len(words))]
+        while stack:
+            a, b = stack.pop()
+            if prefix[b] - prefix[a] <= self.max_tokens or b - a == 1:
+                pieces.append((a, b))
+                continue
+            i = self._best_cut(ranked, barred, prefix, a, b, self.max_tokens)
+            self.work += 1
+            stack.append((i, b))
+            stack.append((a, i))
+        return pieces
+
+    @staticmethod
+    def _best_cut(
+        ranked: Sequence[List[int]], barred: Sequence[bool], prefix: Sequence[int], a: int, b: int, max_tokens: int
+    ) -> int:
+        """The cut in (a, b) of the best rank that has one, nearest the token middle."""
+        def nearest(options: Sequence[int], lo: int, hi: int, target: float) -> int:
+            centre = min(max(bisect_left(prefix, target, a + 1, b), a + 1), b - 1)
+            j = bisect_left(options, centre, lo, hi)
+            near = [options[k] for k in (j - 1, j) if lo <= k < hi]
+            return min(near, key=lambda i: (abs(prefix[i] - target), i))
+
+        total = prefix[b] - prefix[a]
+
+        # a cue cut leaves a quarter of the ceiling (at least one token) on each side, so
+        # no cue makes a one-word fragment of a long piece
+        margin = max(1.0, max_tokens / 4)
+        first = max(bisect_left(prefix, prefix[a] + margin, a + 1, b), a + 1)
+        last = bisect_right(prefix, prefix[b] - margin, a + 1, b) - 1
+        for cuts in ranked:
+            lo, hi = bisect_left(cuts, first), bisect_right(cuts, last)
+            if lo < hi:
+                return nearest(cuts, lo, hi, prefix[a] + total / 2)
+        # no cue: the word boundary that shares the piece out in equal parts (the middle when
+        # two parts suffice), so pieces come out near the ceiling, not at half of it
+        parts = -(-total // max_tokens)
+        i = nearest(range(a + 1, b), 0, b - a - 1, prefix[a] + (parts // 2) * total / parts)
+        # not right after a negation: the next boundary on either side (a few steps at most,
+        # so a run of negations costs no rescans; the guarantee beats the rule)
+        if barred[i]:
+            for j in (i + 1, i - 1, i + 2, i - 2, i + 3, i - 3):
+                if a < j < b and not barred[j]:
+                    return j
+        return i

@@ -1,0 +1,233 @@
+"""clin_size_ceiling: cut order, guarantees on bad input, linear work, offsets, serialization."""
+import json
+import re
+
+import pytest
+import spacy
+
+from spacy_clinchunk import attrs
+from spacy_clinchunk.components.size_ceiling import CUE_LISTS, DEFAULT_MAX_TOKENS
+from spacy_clinchunk.resources_io import SUPPORTED_LANGUAGES, resource_path
+
+from conftest import chunk_texts
+
+_WORD = re.compile(r"\S+")
+TOKENS = {"@misc": "spacy_clinchunk.EmbedderTokenCounter.v1", "model": "all-MiniLM-L6-v2"}
+
+
+def ceiling_nlp(lang="en", sentencizer=False, **config):
+    nlp = spacy.blank(lang)
+    if sentencizer:
+        nlp.add_pipe("sentencizer")
+    nlp.add_pipe("clin_size_ceiling", config=config)
+    return nlp
+
+
+def check(doc, max_tokens):
+    """Every piece fits (or is one word), keeps its offsets, and the pieces cover every word in order."""
+    text = doc.text
+    spans = list(doc.spans[attrs.CHUNKS_KEY])
+    for span in spans:
+        assert span.text == text[span.start_char:span.end_char]
+        assert len(span.text.split()) <= max_tokens or len(span.text.split()) == 1
+    assert [w for s in spans for w in s.text.split()] == text.split()
+    return [s.text for s in spans]
+
+
+@pytest.fixture(scope="module")
+def small():
+    return ceiling_nlp(max_tokens=4)
+
+
+# -- settings --------------------------------------------------------------------------------
+def test_defaults():
+    pipe = ceiling_nlp().get_pipe("clin_size_ceiling")
+    assert pipe.max_tokens == DEFAULT_MAX_TOKENS
+    assert type(pipe.token_counter).__name__ == "WordCounter"
+    assert pipe.spans_key == attrs.CHUNKS_KEY
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "ten"])
+def test_bad_ceiling_is_rejected(bad):
+    with pytest.raises(Exception, match="max_tokens"):
+        ceiling_nlp(max_tokens=bad)
+
+
+def test_short_pieces_and_empty_docs_are_left_alone(small):
+    assert chunk_texts(small("fever and cough today")) == ["fever and cough today"]
+    assert chunk_texts(small("")) == []
+    assert chunk_texts(small(" \n\t ")) == []
+
+
+# -- where it cuts -----------------------------------------------------------------------------
+def test_a_line_break_comes_before_every_cue():
+    # the single line break is a soft one (a wrapped line): only the ceiling cuts there
+    text = "fever and cough since monday\nwith pain in the knee"
+    assert chunk_texts(ceiling_nlp(max_tokens=6)(text)) == ["fever and cough since monday", "with pain in the knee"]
+    assert check(ceiling_nlp(max_tokens=4)(text), 4) == ["fever and cough", "since monday", "with pain", "in the knee"]
+
+
+def test_list_markers_inside_a_line():
+    nlp = ceiling_nlp(max_tokens=3)
+    assert check(nlp("meds - metformin daily - lisinopril daily"), 3) == [
+        "meds", "- metformin daily", "- lisinopril daily",
+    ]
+
+
+def test_conjunctions_then_report_verbs_then_prepositions_then_the_middle(small):
+    # a conjunction wins over a preposition nearer the middle
+    assert chunk_texts(small("left knee pain severe but swelling of ankle")) == ["left knee pain severe", "but swelling of ankle"]
+    assert chunk_texts(small("severe pain in the knee but swelling")) == ["severe pain", "in the knee", "but swelling"]
+    # a verb of report when there is no conjunction
+    assert chunk_texts(small("the mother of patient reports staring spells at night")) == [
+        "the mother of patient", "reports staring spells", "at night",
+    ]
+    # a preposition when there is neither
+    assert chunk_texts(small("severe throbbing headache with photophobia")) == ["severe throbbing headache", "with photophobia"]
+    # no cue at all: the word boundary in the middle
+    assert chunk_texts(small("one two three four five six seven eight")) == ["one two three four", "five six seven eight"]
+
+
+def test_a_cue_is_not_taken_when_it_leaves_a_fragment():
+    nlp = ceiling_nlp(max_tokens=8)
+    # "reports" after the first word would leave "Patient" alone: the preposition wins
+    assert chunk_texts(nlp("Patient reports chest pain radiating to the left arm since yesterday")) == [
+        "Patient reports chest pain radiating", "to the left arm since yesterday",
+    ]
+
+
+def test_a_conjunction_inside_one_concept_is_no_cue():
+    nlp = ceiling_nlp(max_tokens=6)
+    assert chunk_texts(nlp("examination showed cleft lip and palate with a murmur")) == [
+        "examination showed cleft lip and palate", "with a murmur",
+    ]
+
+
+def test_multiword_cues_and_case():
+    nlp = ceiling_nlp(max_tokens=5)
+    assert chunk_texts(nlp("fever since Monday As Well As rash today")) == ["fever since Monday", "As Well As rash today"]
+
+
+def test_wordpiece_counter_counts_the_embedders_tokens():
+    pytest.importorskip("transformers")
+    nlp = ceiling_nlp(max_tokens=6, token_counter=TOKENS)
+    counter = nlp.get_pipe("clin_size_ceiling").token_counter
+    assert counter(["fever", "hepatosplenomegaly"])[0] == 1 and counter(["hepatosplenomegaly"])[0] > 2
+    text = "hepatosplenomegaly and lymphadenopathy with thrombocytopenia noted"
+    tokenizer = counter.tokenizer
+    pieces = chunk_texts(nlp(text))
+    assert len(pieces) > 1
+    for piece in pieces:
+        assert len(tokenizer(piece, add_special_tokens=False)["input_ids"]) <= 6 or len(piece.split()) == 1
+    # the same text in words is one piece under the same ceiling
+    assert chunk_texts(ceiling_nlp(max_tokens=6)(text)) == [text]
+
+
+# -- guarantees on bad input -----------------------------------------------------------------------
+def test_no_punctuation_at_all():
+    nlp = ceiling_nlp(max_tokens=12, sentencizer=True)
+    text = " ".join(f"finding{i} and unremarkable exam with normal tone" for i in range(300))
+    pieces = check(nlp(text), 12)
+    assert max(len(p.split()) for p in pieces) <= 12
+
+
+def test_one_line_of_200000_characters(small):
+    text = ("pain " * 40_000).strip()
+    assert len(text) >= 199_990
+    pieces = check(small(text), 4)
+    assert len(pieces) == 10_000
+
+
+def test_fifty_thousand_list_items():
+    nlp = ceiling_nlp(max_tokens=5)
+    lines = "\n".join(f"- item {i} daily" for i in range(50_000))
+    assert len(check(nlp(lines), 5)) == 50_000  # each item a hard break, each under the ceiling
+    assert len(lines) < 1_000_000
+    inline = " ".join(f"- item {i} given daily" for i in range(5_000))  # one line of list items
+    assert check(nlp(inline), 5) == [f"- item {i} given daily" for i in range(5_000)]
+
+
+def test_ceiling_of_one_token_gives_one_word_pieces():
+    nlp = ceiling_nlp(max_tokens=1, sentencizer=True)
+    text = "Fever, cough and rash since Monday.\nNo vomiting"
+    assert chunk_texts(nlp(text)) == text.split()
+
+
+def test_million_character_note_without_punctuation():
+    nlp = ceiling_nlp(max_tokens=DEFAULT_MAX_TOKENS)
+    text = ("fever cough with rash and pain " * 40_000)[:1_000_000]
+    assert len(text) == 1_000_000
+    doc = nlp(text)
+    spans = doc.spans[attrs.CHUNKS_KEY]
+    assert all(len(s.text.split()) <= DEFAULT_MAX_TOKENS for s in spans)
+    assert sum(len(s.text.split()) for s in spans) == len(text.split())
+
+
+def test_work_grows_linearly_with_the_text():
+    """Words scanned plus cuts made, per word, stay the same from 2,000 to 100,000 words."""
+    per_word = []
+    for n in (2_000, 100_000):
+        nlp = ceiling_nlp(max_tokens=7)
+        pipe = nlp.get_pipe("clin_size_ceiling")
+        nlp(" ".join(["dose", "with", "food", "and", "water"] * (n // 5)))
+        per_word.append(pipe.work / n)
+    assert per_word[1] <= 1.1 * per_word[0]
+    assert per_word[1] < 2
+
+
+# -- invariants ------------------------------------------------------------------------------------
+def test_offsets_and_idempotence_after_the_clause_chain():
+    nlp = spacy.blank("en")
+    for name in ("sentencizer", "clin_punct_splitter", "clin_conj_splitter", "clin_cleaner"):
+        nlp.add_pipe(name)
+    nlp.add_pipe("clin_size_ceiling", config={"max_tokens": 5})
+    text = "Patient reports  chest pain radiating to the left arm with shortness of breath since yesterday.\n" * 3
+    doc = nlp(text)
+    first = [(s.start_char, s.end_char) for s in doc.spans[attrs.CHUNKS_KEY]]
+    for s in doc.spans[attrs.CHUNKS_KEY]:
+        assert s.text == text[s.start_char:s.end_char] and len(s.text.split()) <= 5
+    again = nlp.get_pipe("clin_size_ceiling")(doc)
+    assert [(s.start_char, s.end_char) for s in again.spans[attrs.CHUNKS_KEY]] == first
+
+
+@pytest.mark.parametrize("lang", SUPPORTED_LANGUAGES)
+def test_every_language_has_its_cue_lists_and_cuts_at_them(lang):
+    names = [n for group in CUE_LISTS for n in group if n.startswith("ceiling_")]
+    for name in names:
+        data = json.loads(resource_path(lang, f"{name}.json").read_text(encoding="utf-8"))
+        assert data and all(isinstance(w, str) and w == w.strip() and w for w in data)
+        assert len({w.lower() for w in data}) == len(data)
+    conj = json.loads(resource_path(lang, "coordinating_conjunctions.json").read_text(encoding="utf-8"))[0]
+    prep = json.loads(resource_path(lang, "ceiling_prepositions.json").read_text(encoding="utf-8"))[0]
+    nlp = ceiling_nlp(lang=lang, max_tokens=4)
+    assert chunk_texts(nlp(f"alpha beta gamma {conj} delta epsilon zeta")) == ["alpha beta gamma", f"{conj} delta epsilon zeta"]
+    assert chunk_texts(nlp(f"alpha beta gamma {prep} delta epsilon")) == ["alpha beta gamma", f"{prep} delta epsilon"]
+
+
+def test_n_process_two_gives_the_same_pieces():
+    nlp = ceiling_nlp(max_tokens=3, sentencizer=True)
+    texts = ["fever and cough with rash since monday", "", "one two three four five six seven"] * 4
+    single = [chunk_texts(d) for d in nlp.pipe(texts)]
+    assert [chunk_texts(d) for d in nlp.pipe(texts, n_process=2, batch_size=3)] == single
+
+
+def test_disk_round_trip_keeps_the_lists_and_the_ceiling(tmp_path):
+    nlp = ceiling_nlp(max_tokens=3)
+    nlp.get_pipe("clin_size_ceiling").initialize(resources={"ceiling_prepositions": ["amid"]})
+    text = "alpha beta gamma amid delta epsilon"
+    expected = chunk_texts(nlp(text))
+    assert expected == ["alpha beta gamma", "amid delta epsilon"]
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    assert loaded.get_pipe("clin_size_ceiling").max_tokens == 3
+    assert chunk_texts(loaded(text)) == expected
+    bigger = spacy.load(tmp_path / "p", config={"components": {"clin_size_ceiling": {"max_tokens": 10}}})
+    assert chunk_texts(bigger(text)) == [text]
+
+
+def test_no_cut_right_after_a_negation():
+    nlp = ceiling_nlp(max_tokens=4)
+    # the middle of these eight words falls right after "no": the cut moves to the next boundary
+    assert chunk_texts(nlp("alpha beta gamma no delta epsilon zeta eta")) == ["alpha beta", "gamma no delta", "epsilon zeta eta"]
+    # nothing but negations: the guarantee wins over the rule
+    assert check(nlp("no " * 9), 4) == ["no no no"] * 3
