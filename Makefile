@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine:
 #   make run   -> installs the light runtime (core + medspaCy), chunks the bundled example note
-#                 with configs/default.cfg
+#                 with configs/default.cfg (the flagship: clauses, ceiling, assertion, focus)
 #   make test  -> installs everything (torch, every extra, test tools) and runs the whole suite
 # PYTHON picks the interpreter (make run PYTHON=python3.12); scripts/find-python falls back
 # to pyenv's copy when the name is not runnable. Each interpreter gets its pinned set

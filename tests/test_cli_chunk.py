@@ -254,8 +254,9 @@ def test_the_printed_group_is_the_one_the_loaded_pipeline_writes(tmp_path):
     assert result.returncode == 0, result.stderr
     assert [c["text"] for c in records(result.stdout)[0]["chunks"]] == ["high fever", "but no rash"]
     overridden = cli(
-        "-", "--config", CONFIG, "--format", "jsonl", "--components.clin_cleaner.spans_key", "alt", stdin="the fever"
-    )  # the cleaner alone now writes "alt": the last group a component writes holds the chunks
+        "-", "--config", CONFIG, "--format", "jsonl", "--components.clin_cleaner.spans_key", "alt",
+        "--components.clin_size_ceiling.spans_key", "alt", stdin="the fever",
+    )  # the cleaner and the ceiling now write "alt": the last group a component writes holds the chunks
     assert overridden.returncode == 0, overridden.stderr
     assert [c["text"] for c in records(overridden.stdout)[0]["chunks"]] == ["fever"]
 
