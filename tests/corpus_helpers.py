@@ -107,7 +107,8 @@ def write_code_and_config(folder: Path) -> Dict[str, Path]:
     code = folder / "corpus_test_components.py"
     code.write_text(COMPONENTS_CODE, encoding="utf-8")
     config = (CONFIG_DIR / "punct_conj_cleaned.cfg").read_text(encoding="utf-8")
-    config = config.replace('"clin_cleaner"]', '"clin_cleaner","test_poison","test_gate"]')
+    config, appended = re.subn(r'^(pipeline = \[.*)\]$', r'\1,"test_poison","test_gate"]', config, count=1, flags=re.M)
+    assert appended == 1, "punct_conj_cleaned.cfg has no pipeline line"
     config += '\n[components.test_poison]\nfactory = "test_poison"\n\n[components.test_gate]\nfactory = "test_gate"\n'
     cfg = folder / "corpus_test.cfg"
     cfg.write_text(config, encoding="utf-8")
