@@ -49,6 +49,17 @@ def chunk_texts(doc, key="clin_chunks"):
     return [s.text for s in doc.spans[key]]
 
 
+def blank_with(factory, lang="en", sentencizer=False, **config):
+    """``spacy.blank(lang)`` (+ sentencizer) with one of our components, configured."""
+    import spacy
+
+    nlp = spacy.blank(lang)
+    if sentencizer:
+        nlp.add_pipe("sentencizer")
+    nlp.add_pipe(factory, config=config)
+    return nlp
+
+
 def requires_shared_data():
     return pytest.mark.skipif(not GSC_DIR.is_dir(), reason=SHARED_REASON)
 

@@ -2,17 +2,13 @@
 import pytest
 import spacy
 
-from conftest import chunk_texts
+from conftest import blank_with, chunk_texts
 
 SEED = "Patient has arachnodactyly, i.e., long fingers; heart rate is 98.6 bpm."
 
 
 def punct(lang="en", sentencizer=False, **config):
-    nlp = spacy.blank(lang)
-    if sentencizer:
-        nlp.add_pipe("sentencizer")
-    nlp.add_pipe("clin_punct_splitter", config=config)
-    return nlp
+    return blank_with("clin_punct_splitter", lang, sentencizer, **config)
 
 
 def chunks(text, **kwargs):

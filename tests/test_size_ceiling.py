@@ -9,18 +9,14 @@ from spacy_clinchunk import attrs
 from spacy_clinchunk.components.size_ceiling import CUE_LISTS, DEFAULT_MAX_TOKENS
 from spacy_clinchunk.resources_io import SUPPORTED_LANGUAGES, resource_path
 
-from conftest import chunk_texts
+from conftest import blank_with, chunk_texts
 
 _WORD = re.compile(r"\S+")
 TOKENS = {"@misc": "spacy_clinchunk.EmbedderTokenCounter.v1", "model": "all-MiniLM-L6-v2"}
 
 
 def ceiling_nlp(lang="en", sentencizer=False, **config):
-    nlp = spacy.blank(lang)
-    if sentencizer:
-        nlp.add_pipe("sentencizer")
-    nlp.add_pipe("clin_size_ceiling", config=config)
-    return nlp
+    return blank_with("clin_size_ceiling", lang, sentencizer, **config)
 
 
 def check(doc, max_tokens):

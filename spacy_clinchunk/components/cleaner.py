@@ -36,13 +36,7 @@ def make_cleaner(
     strip_list_markers: bool,
     spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
-    return ChunkCleaner(
-        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
-        max_cleanup_passes=max_cleanup_passes,
-        min_cleaned_chunk_length_chars=min_cleaned_chunk_length_chars,
-        filter_short_low_value_chunks_max_words=filter_short_low_value_chunks_max_words,
-        strip_list_markers=strip_list_markers,
-    )
+    return ChunkCleaner(**locals())  # the class takes exactly the factory's settings
 
 
 class ChunkCleaner(ChunkRefiner):

@@ -33,12 +33,7 @@ def make_conj_splitter(
     keep_coordinated: bool,
     spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
-    return ConjSplitter(
-        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
-        min_words_before=min_words_before,
-        min_words_after=min_words_after,
-        keep_coordinated=keep_coordinated,
-    )
+    return ConjSplitter(**locals())  # the class takes exactly the factory's settings
 
 
 def _phrase_pattern(phrases: Sequence[str]) -> str:
