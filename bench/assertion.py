@@ -299,8 +299,10 @@ def speed(known, n_docs, repeats):
 def main(argv=None):
     known = available_sets()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default="shared-dev,own-dev,own-dev-*",
-                        help="comma-separated names or patterns: " + ", ".join(known))
+    default_sets = ("shared-dev," if known["shared-dev"].is_file() else "") + "own-dev,own-dev-*"
+    parser.add_argument("--sets", default=default_sets,
+                        help="comma-separated names or shell patterns (default: the development sets "
+                             "present): " + ", ".join(known))
     parser.add_argument("--docs", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--errors", action="store_true", help="list our misses (development sets only)")
