@@ -19,7 +19,13 @@ from .sections import SECTIONIZER_STATUS, Section, SectionTable
 # label at the start of a line followed by ':' and whitespace.
 _UPPER_HEADER = re.compile(r"(?<![\w/])[A-Z][A-Z0-9/&()'\-]+(?:[ \t]+[A-Z0-9/&()'\-]+)*[ \t]*:(?!\d)")
 # (at most five words: "Call for any of the following:" opens a list, it is no label)
-_LINE_LABEL = re.compile(r"^[ \t]*[^\W\d_][^\s:.;,]*(?:[ \t]+[^\s:.;,]+){0,4}[ \t]*:(?=\s)", re.MULTILINE)
+# (a bullet or an item number may come first: "• Antecedentes personales:", "1. Past history:")
+_LINE_LABEL = re.compile(
+    r"^[ \t]*(?:[-*\u2022\u00b7\u2013+][ \t]*|\d{1,2}[.)][ \t]+)?[^\W\d_][^\s:.;,]*(?:[ \t]+[^\s:.;,]+){0,4}[ \t]*:(?=\s)",
+    re.MULTILINE,
+)
+# a list marker at the start of a line: a bullet, or an item number ("2.", "3)")
+_ITEM_MARKER = re.compile(r"[ \t]*(?:[-*\u2022\u00b7\u2013+](?=[ \t])|\d{1,2}[.)](?=[ \t]))")
 _PARAGRAPH = re.compile(r"\n[^\S\n]*\n")
 
 
@@ -86,18 +92,22 @@ class DocLayout:
         text = self.text
         for _, b_end in hard_breaks(text) if "\n" in text else ():
             starts.add(self._token_at(b_end))
-        headers = _find_headers(text, table)
-        for k, (head, label_end, body) in enumerate(headers):
+        opened: List[Tuple[int, int, Optional[str], Optional[str], int, int]] = []
+        for head, label_end, body in _find_headers(text, table):
             head_tok, label_tok = self._token_at(head), self._token_at(label_end)
             name, label = table.lookup(text[head:label_end])
             if name is None and label_tok > head_tok and doc[label_tok - 1].is_stop:
                 continue  # "Call if:" opens a list; a label ends in a noun
             starts.add(head_tok)
-            if name is None:
-                continue  # an unknown label ends scope, but "Denies:" still negates what follows
-            if label_tok > head_tok:
+            if name is None and not _opens_section(text, head):
+                continue  # "- Mother: diabetes" is an item of its section, not a new one
+            opened.append((head_tok, label_tok, name, label, head, body))
+            if name is not None and label_tok > head_tok:
                 self.labels.append((head_tok, label_tok))
-            end = headers[k + 1][0] if k + 1 < len(headers) else len(text)
+        for k, (head_tok, label_tok, name, label, _, body) in enumerate(opened):
+            if name is None:
+                continue  # an unknown header ends the section before it, but "Denies:" still negates
+            end = opened[k + 1][4] if k + 1 < len(opened) else len(text)
             end = _body_end(text, body, end)
             self.sections.append(Section(doc, head_tok, label_tok, self._token_at(end), name, label))
 
@@ -127,6 +137,8 @@ def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
     for regex in regexes:
         for match in regex.finditer(text):
             head, label_end = match.start(), match.end()
+            marker = _ITEM_MARKER.match(text, head)
+            head = marker.end() if marker else head
             while head < label_end and text[head].isspace():
                 head += 1
             while label_end > head and (text[label_end - 1].isspace() or text[label_end - 1] == ":"):
@@ -146,9 +158,27 @@ def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
     return kept
 
 
+def _opens_section(text: str, head: int) -> bool:
+    """An unknown header ends the section before it when it opens its line without a
+    list marker: "- Mother: diabetes" and "1. CAD: s/p stent" are items of their section."""
+    line_start = text.rfind("\n", 0, head) + 1
+    return not text[line_start:head].strip()
+
+
 def _body_end(text: str, body: int, end: int) -> int:
-    """A section ends at the next header, or at a blank line once its body has begun."""
+    """A section ends at the next header, or at a blank line once its body has begun,
+    unless the list of its body goes on after the blank line ("2. Asthma", blank, "3. ...")."""
     for match in _PARAGRAPH.finditer(text, body, end):
-        if text[body:match.start()].strip():
+        if text[body:match.start()].strip() and not _list_goes_on(text, body, match.start(), match.end()):
             return match.start()
     return end
+
+
+def _list_goes_on(text: str, body: int, gap: int, after: int) -> bool:
+    """The last line before a blank line and the first after it carry the same kind of list marker."""
+    before = _ITEM_MARKER.match(text, text.rfind("\n", body, gap) + 1 if "\n" in text[body:gap] else body)
+    following = _ITEM_MARKER.match(text, after)
+    if not before or not following:
+        return False
+    kind = before.group().strip()
+    return kind[0].isdigit() == following.group().strip()[0].isdigit() and (kind[0].isdigit() or kind == following.group().strip())
