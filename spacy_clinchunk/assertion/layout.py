@@ -104,6 +104,8 @@ class DocLayout:
             opened.append((head_tok, label_tok, name, label, head, body))
             if name is not None and label_tok > head_tok:
                 self.labels.append((head_tok, label_tok))
+            elif label_tok > head_tok:  # "HEENT: ... is not present": no cue reaches back into a label
+                starts.add(self._token_at(body))
         for k, (head_tok, label_tok, name, label, _, body) in enumerate(opened):
             if name is None:
                 continue  # an unknown header ends the section before it, but "Denies:" still negates
