@@ -45,12 +45,14 @@ class DocLayout:
         self.idx: Optional[List[int]] = None
         # header label token ranges (never cues) and sections
         self.labels: List[Tuple[int, int]] = []
+        self.field_starts: List[int] = []  # first word of each form field's value ("HEENT: [Normocephalic]")
         self.sections: List[Section] = []
         sectionized = Doc.has_extension("sections") and doc._.sections
         if sectionized:
             self._from_sectionizer(doc, starts)
         else:
             self._from_headers(doc, table, starts)
+        self.field_starts.sort()
         ordered = sorted(s for s in starts if 0 <= s < n)
         self.unit_starts = ordered
         self.units = [(s, ordered[k + 1] if k + 1 < len(ordered) else n) for k, s in enumerate(ordered)]
@@ -104,14 +106,29 @@ class DocLayout:
             opened.append((head_tok, label_tok, name, label, head, body))
             if name is not None and label_tok > head_tok:
                 self.labels.append((head_tok, label_tok))
-            elif label_tok > head_tok:  # "HEENT: ... is not present": no cue reaches back into a label
-                starts.add(self._token_at(body))
+            elif label_tok > head_tok:  # "HEENT: ... is not present": a field's value begins after its label
+                self.field_starts.append(self._first_word(body))
         for k, (head_tok, label_tok, name, label, _, body) in enumerate(opened):
             if name is None:
                 continue  # an unknown header ends the section before it, but "Denies:" still negates
             end = opened[k + 1][4] if k + 1 < len(opened) else len(text)
             end = _body_end(text, body, end)
             self.sections.append(Section(doc, head_tok, label_tok, self._token_at(end), name, label))
+
+    def _first_word(self, char: int) -> int:
+        token = self._token_at(char)
+        while token < len(self.doc) and self.space[token]:
+            token += 1
+        return token
+
+    def field_floor(self, start: int, unit_start: int) -> int:
+        """Where a backward scope from a cue at ``start`` must stop: the first word of the form
+        field's value the cue stands in, when the cue is not that word ("HEENT: X is not
+        present" leaves the label alone; "Seizures: none" still negates its label)."""
+        i = bisect_right(self.field_starts, start - 1) - 1
+        if i >= 0 and unit_start <= self.field_starts[i] < start:
+            return self.field_starts[i]
+        return unit_start
 
     def is_cue_site(self, start: int, end: int) -> bool:
         """A cue lies within one scope unit and outside every header label."""
