@@ -1,6 +1,8 @@
 """Configs of the previous release (0.1, copied verbatim into tests/data/configs_0_1) still load
 and, where a pipeline saved by 0.1 records its output (tests/data/saved_0_1/*/expected.json),
-chunk the bundled note exactly as they did then."""
+chunk the bundled note exactly as they did then. Where 0.1 gave a clinically wrong status, the
+config's output differs by what ``tests/data/configs_0_1/<name>.changed.json`` lists, each
+change with its reason (the saved 0.1 pipeline keeps its own rules and still gives expected.json)."""
 import json
 import importlib.util
 from pathlib import Path
@@ -57,4 +59,16 @@ def test_a_config_of_the_previous_release_loads_and_chunks_as_before(name):
         return
     expected = json.loads(expected_file.read_text(encoding="utf-8"))
     assert _groups(doc) == expected["groups"]
+    _apply_changes(name, doc, expected["ext"])
     assert json.loads(json.dumps(_values(doc, expected["ext"]), default=str)) == expected["ext"]
+
+
+def _apply_changes(name, doc, ext):
+    """The documented corrections of 0.1's statuses, checked against the chunk they name."""
+    changed = OLD_CONFIGS / f"{name}.changed.json"
+    if not changed.is_file():
+        return
+    for change in json.loads(changed.read_text(encoding="utf-8"))["changes"]:
+        assert change["why"]
+        assert doc.spans["clin_chunks"][change["index"]].text == change["text"]
+        ext["clin_chunks"][change["index"]].update(change["now"])

@@ -19,7 +19,13 @@ from .sections import SECTIONIZER_STATUS, Section, SectionTable
 # label at the start of a line followed by ':' and whitespace.
 _UPPER_HEADER = re.compile(r"(?<![\w/])[A-Z][A-Z0-9/&()'\-]+(?:[ \t]+[A-Z0-9/&()'\-]+)*[ \t]*:(?!\d)")
 # (at most five words: "Call for any of the following:" opens a list, it is no label)
-_LINE_LABEL = re.compile(r"^[ \t]*[^\W\d_][^\s:.;,]*(?:[ \t]+[^\s:.;,]+){0,4}[ \t]*:(?=\s)", re.MULTILINE)
+# (a bullet or an item number may come first: "• Antecedentes personales:", "1. Past history:")
+_LINE_LABEL = re.compile(
+    r"^[ \t]*(?:[-*\u2022\u00b7\u2013+][ \t]*|\d{1,2}[.)][ \t]+)?[^\W\d_][^\s:.;,]*(?:[ \t]+[^\s:.;,]+){0,4}[ \t]*:(?=\s)",
+    re.MULTILINE,
+)
+# a list marker at the start of a line: a bullet, or an item number ("2.", "3)")
+_ITEM_MARKER = re.compile(r"[ \t]*(?:[-*\u2022\u00b7\u2013+](?=[ \t])|\d{1,2}[.)](?=[ \t]))")
 _PARAGRAPH = re.compile(r"\n[^\S\n]*\n")
 
 
@@ -39,12 +45,14 @@ class DocLayout:
         self.idx: Optional[List[int]] = None
         # header label token ranges (never cues) and sections
         self.labels: List[Tuple[int, int]] = []
+        self.field_starts: List[int] = []  # first word of each form field's value ("HEENT: [Normocephalic]")
         self.sections: List[Section] = []
         sectionized = Doc.has_extension("sections") and doc._.sections
         if sectionized:
             self._from_sectionizer(doc, starts)
         else:
             self._from_headers(doc, table, starts)
+        self.field_starts.sort()
         ordered = sorted(s for s in starts if 0 <= s < n)
         self.unit_starts = ordered
         self.units = [(s, ordered[k + 1] if k + 1 < len(ordered) else n) for k, s in enumerate(ordered)]
@@ -86,20 +94,41 @@ class DocLayout:
         text = self.text
         for _, b_end in hard_breaks(text) if "\n" in text else ():
             starts.add(self._token_at(b_end))
-        headers = _find_headers(text, table)
-        for k, (head, label_end, body) in enumerate(headers):
+        opened: List[Tuple[int, int, Optional[str], Optional[str], int, int]] = []
+        for head, label_end, body in _find_headers(text, table):
             head_tok, label_tok = self._token_at(head), self._token_at(label_end)
             name, label = table.lookup(text[head:label_end])
             if name is None and label_tok > head_tok and doc[label_tok - 1].is_stop:
                 continue  # "Call if:" opens a list; a label ends in a noun
             starts.add(head_tok)
-            if name is None:
-                continue  # an unknown label ends scope, but "Denies:" still negates what follows
-            if label_tok > head_tok:
+            if name is None and not _opens_section(text, head):
+                continue  # "- Mother: diabetes" is an item of its section, not a new one
+            opened.append((head_tok, label_tok, name, label, head, body))
+            if name is not None and label_tok > head_tok:
                 self.labels.append((head_tok, label_tok))
-            end = headers[k + 1][0] if k + 1 < len(headers) else len(text)
+            elif label_tok > head_tok:  # "HEENT: ... is not present": a field's value begins after its label
+                self.field_starts.append(self._first_word(body))
+        for k, (head_tok, label_tok, name, label, _, body) in enumerate(opened):
+            if name is None:
+                continue  # an unknown header ends the section before it, but "Denies:" still negates
+            end = opened[k + 1][4] if k + 1 < len(opened) else len(text)
             end = _body_end(text, body, end)
             self.sections.append(Section(doc, head_tok, label_tok, self._token_at(end), name, label))
+
+    def _first_word(self, char: int) -> int:
+        token = self._token_at(char)
+        while token < len(self.doc) and self.space[token]:
+            token += 1
+        return token
+
+    def field_floor(self, start: int, unit_start: int) -> int:
+        """Where a backward scope from a cue at ``start`` must stop: the first word of the form
+        field's value the cue stands in, when the cue is not that word ("HEENT: X is not
+        present" leaves the label alone; "Seizures: none" still negates its label)."""
+        i = bisect_right(self.field_starts, start - 1) - 1
+        if i >= 0 and unit_start <= self.field_starts[i] < start:
+            return self.field_starts[i]
+        return unit_start
 
     def is_cue_site(self, start: int, end: int) -> bool:
         """A cue lies within one scope unit and outside every header label."""
@@ -127,6 +156,8 @@ def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
     for regex in regexes:
         for match in regex.finditer(text):
             head, label_end = match.start(), match.end()
+            marker = _ITEM_MARKER.match(text, head)
+            head = marker.end() if marker else head
             while head < label_end and text[head].isspace():
                 head += 1
             while label_end > head and (text[label_end - 1].isspace() or text[label_end - 1] == ":"):
@@ -146,9 +177,27 @@ def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
     return kept
 
 
+def _opens_section(text: str, head: int) -> bool:
+    """An unknown header ends the section before it when it opens its line without a
+    list marker: "- Mother: diabetes" and "1. CAD: s/p stent" are items of their section."""
+    line_start = text.rfind("\n", 0, head) + 1
+    return not text[line_start:head].strip()
+
+
 def _body_end(text: str, body: int, end: int) -> int:
-    """A section ends at the next header, or at a blank line once its body has begun."""
+    """A section ends at the next header, or at a blank line once its body has begun,
+    unless the list of its body goes on after the blank line ("2. Asthma", blank, "3. ...")."""
     for match in _PARAGRAPH.finditer(text, body, end):
-        if text[body:match.start()].strip():
+        if text[body:match.start()].strip() and not _list_goes_on(text, body, match.start(), match.end()):
             return match.start()
     return end
+
+
+def _list_goes_on(text: str, body: int, gap: int, after: int) -> bool:
+    """The last line before a blank line and the first after it carry the same kind of list marker."""
+    before = _ITEM_MARKER.match(text, text.rfind("\n", body, gap) + 1 if "\n" in text[body:gap] else body)
+    following = _ITEM_MARKER.match(text, after)
+    if not before or not following:
+        return False
+    kind = before.group().strip()
+    return kind[0].isdigit() == following.group().strip()[0].isdigit() and (kind[0].isdigit() or kind == following.group().strip())

@@ -35,7 +35,7 @@ def unit_modifiers(doc: Doc, matcher: CueMatcher, layout: DocLayout, max_scope: 
         u = bisect_right(unit_starts, start) - 1
         u_start, u_end = units[u]
         rule_scope = rule.max_scope or limit
-        scope_start, scope_end = scope(rule.direction, rule_scope, start, end, u_start, u_end)
+        scope_start, scope_end = scope(rule.direction, rule_scope, start, end, layout.field_floor(start, u_start), u_end)
         later = _later_units(doc, layout, rule.direction, u, end, scope_end)
         if later:  # "NEGATIVE FOR" at the end of a line, "Call if:" over its list
             last = units[later[-1]][1]

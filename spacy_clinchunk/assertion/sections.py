@@ -22,6 +22,7 @@ SECTIONIZER_STATUS = {
     "past_medical_history": "historical",
     "past_surgical_history": "historical",
     "family_history": "family",
+    "patient_instructions": "hypothetical",
 }
 
 _NOT_LABEL = re.compile(r"^[\s\d.)(\-*•#]+|[\s:.\-]+$")
@@ -81,8 +82,10 @@ class SectionTable:
                 self.by_header[normalize_header(header)] = (name, entry.get("status"))
         words = sorted(self.by_header, key=len, reverse=True)
         alternatives = "|".join(re.escape(w).replace("\\ ", r"\s+") for w in words) or "(?!)"
-        # a known header alone on its line, with or without a colon
-        self.line_header = re.compile(rf"(?im)^[ \t]*(?:{alternatives})[ \t]*:?[ \t]*$")
+        # a known header alone on its line, with or without a colon, a bullet or an item number
+        self.line_header = re.compile(
+            rf"(?im)^[ \t]*(?:[-*\u2022\u00b7\u2013+][ \t]*|\d{{1,2}}[.)][ \t]+)?(?:{alternatives})[ \t]*:?[ \t]*$"
+        )
 
     def lookup(self, label: str) -> Tuple[Optional[str], Optional[str]]:
         """(section name, status) of a header label; (None, None) when unknown."""

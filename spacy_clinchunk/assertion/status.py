@@ -66,6 +66,7 @@ class AssertionEngine:
         section = layout.section_at(target.start)
         if section is not None and section.label and section.label not in governing:
             governing[section.label] = [section]
+        _give_way(governing)
         decided = next((label for label in PRECEDENCE if label in governing), "affirmed")
         cues = [cue_of(target.doc, m) for m in governing.get(decided, ())]
         if len(cues) > 1:
@@ -101,6 +102,24 @@ class AssertionEngine:
                 continue
             return False
         return True
+
+
+def _give_way(governing: Dict[str, List[Any]]) -> None:
+    """A status whose every cue yields to another status that also governs is dropped: a
+    rule's ``metadata.yields_to`` lists those ("History of febrile seizures, resolved" is
+    historical: "resolved" says the finding ended, the history says when it was)."""
+    for label in list(governing):
+        yielding = [_yields_to(m) for m in governing[label]]
+        if all(yielding) and any(other in governing for names in yielding for other in names if other != label):
+            del governing[label]
+
+
+def _yields_to(modifier: Any) -> Tuple[str, ...]:
+    if isinstance(modifier, Section):
+        return ()
+    metadata = getattr(modifier.rule, "metadata", None) or {}
+    names = metadata.get("yields_to") if isinstance(metadata, dict) else None
+    return tuple(names) if isinstance(names, list) else ()
 
 
 def cue_of(doc: Doc, modifier: Any) -> Cue:

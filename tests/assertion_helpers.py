@@ -1,0 +1,40 @@
+"""One concept span, assessed by clin_context_assertion in a blank pipeline or under medspaCy."""
+import spacy
+
+from spacy_clinchunk.components.context_assertion import FACTORY
+
+KEY = "concepts"
+_NLPS = {}
+
+
+def concept_pipeline(lang, sectionizer=False):
+    """spacy.blank(lang) + sentencizer, or medspaCy with PyRuSH and its sectionizer (English)."""
+    if (lang, sectionizer) not in _NLPS:
+        if sectionizer:
+            import medspacy
+
+            nlp = medspacy.load(medspacy_enable=["medspacy_pyrush", "medspacy_sectionizer"])
+        else:
+            nlp = spacy.blank(lang)
+            nlp.add_pipe("sentencizer")
+        nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
+        _NLPS[(lang, sectionizer)] = nlp
+    return _NLPS[(lang, sectionizer)]
+
+
+def assess(lang, text, concept, sectionizer=False, occurrence=0):
+    """The assessed span of the ``occurrence``-th ``concept`` in ``text``."""
+    nlp = concept_pipeline(lang, sectionizer)
+    doc = nlp.make_doc(text)
+    start = -1
+    for _ in range(occurrence + 1):
+        start = text.index(concept, start + 1)
+    doc.spans[KEY] = [doc.char_span(start, start + len(concept), alignment_mode="expand")]
+    return nlp(doc).spans[KEY][0]
+
+
+def check(lang, text, concept, expected, sectionizer=False):
+    span = assess(lang, text, concept, sectionizer)
+    cues = [c["text"] for c in span._.clin_assertion_cues]
+    assert span._.clin_assertion == expected, (lang, text, concept, span._.clin_assertion, cues)
+    return span
