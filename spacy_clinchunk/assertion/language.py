@@ -39,61 +39,66 @@ _WORDS: Dict[str, str] = {
         seizure seizures infection because also other should will would may if when any all some status
         post medical patient past present positive possible likely rule out concern suspected
         unremarkable significant hospital course plan continue days weeks months ago prior previous
-        known with well taken given who what does did done returned normal pneumonia ultrasound headache
+        known well taken given who what does did done returned normal pneumonia ultrasound headache
         vomiting nausea diarrhea murmur murmurs soft lungs clear heart lesion allergies medications
-        surgical rash chief complaint assessment impression findings denied hypertension change changes
-        tone increased decreased swelling weakness onset then new started stopped recommended""",
+        surgical rash chief complaint assessment impression findings hypertension change changes tone
+        increased decreased swelling weakness onset then new started stopped recommended ventricle
+        carcinoma tumor asthma""",
     "de": """der die das und ist mit nicht kein keine keinen keinem keiner ohne bei auf im ein eine einer
         eines einen dem den des zu zur zum von nach sich auch wurde wurden werden wird hat haben sind
         war waren unter über sowie bzw patient patientin befund befunde verdacht zustand fieber
         schmerzen husten mutter vater bruder schwester anamnese diagnose diagnosen in es er sie wir nur
         noch bis oder aber wegen seit heute unauffällig beidseits links rechts untersuchung therapie
         aufnahme entlassung vorgeschichte familienanamnese kind jahre jahren jährige jähriger jährigen
-        fraglich ausgeschlossen regelrecht bekannt bekannte bei beim vom ins am keinerlei hinweis
-        hinweise dass weiter weitere weiterhin zeigt zeigte leichte deutlich empfehlen empfohlen
-        kontrolle normal pneumonie normalbefund sonographie röntgen kopfschmerzen erbrechen übelkeit
-        durchfall krampfanfall herzgeräusch weich auskultation lunge herz verlauf nachsorge hausarzt
-        notaufnahme allergien medikation empfehlung ausschluss vorerkrankungen hypertonie epikrise
-        procedere diagnostik körperlicher aktuell änderung veränderung zunahme abnahme schwellung
-        schwäche beginn neu begonnen abgesetzt empfohlen beschwerden""",
+        fraglich ausgeschlossen regelrecht bekannt bekannte beim vom ins am keinerlei hinweis hinweise
+        dass weiter weitere weiterhin zeigt zeigte leichte deutlich empfehlen empfohlen kontrolle normal
+        pneumonie normalbefund sonographie röntgen kopfschmerzen erbrechen übelkeit durchfall
+        krampfanfall herzgeräusch weich auskultation lunge herz verlauf nachsorge hausarzt notaufnahme
+        allergien medikation empfehlung ausschluss vorerkrankungen hypertonie epikrise procedere
+        diagnostik körperlicher aktuell änderung veränderung zunahme abnahme schwellung schwäche beginn
+        neu begonnen abgesetzt beschwerden linker linke linken rechter rechte ventrikel karzinom tumor
+        fragliche raumforderung anamnestisch bronchiale asthma""",
     "es": """el la los las de del que en con por para una un se su sus es está están presenta presentó sin no
         niega ni al lo le como pero más muy sobre desde hasta tras hace fue ha han tiene paciente
         antecedentes dolor fiebre tos disnea madre padre hermano hermana diagnóstico tratamiento alta
         ingreso exploración buen estado general años mes meses días día durante también y o refiere
         descarta descartado descartó previo previa sospecha probable posible normales conocido conocida
-        desde control analítica pruebas tórax abdomen cabeza esta este dicho fue realizó actualmente
-        ambos hijo hija normal descartada descartados descartadas negativo negativa ecografía neumonía
-        radiografía hemograma cefalea vómitos náuseas diarrea convulsiones soplos soplo blando
-        depresible auscultación cardiopulmonar murmullo vesicular rítmico lesiones hallazgos sugestivo
-        podría parece seguimiento revisión consulta urgencias médico familiares personales alergias
-        quirúrgicas descartar valorar enfermedad actual juicio clínico evolución física motivo
-        hipertensión cambios cambio frecuencia aumento disminución edema debilidad inicio nuevo inició
-        suspende suspender recomienda molestias""",
+        control analítica pruebas tórax abdomen cabeza esta este dicho realizó actualmente ambos hijo
+        hija normal descartada descartados descartadas negativo negativa ecografía neumonía radiografía
+        hemograma cefalea vómitos náuseas diarrea convulsiones soplos soplo blando depresible
+        auscultación cardiopulmonar murmullo vesicular rítmico lesiones hallazgos sugestivo podría
+        parece seguimiento revisión consulta urgencias médico familiares personales alergias quirúrgicas
+        descartar valorar enfermedad actual juicio clínico evolución física motivo hipertensión cambios
+        cambio frecuencia aumento disminución edema debilidad inicio nuevo inició suspende suspender
+        recomienda molestias izquierdo izquierda derecho derecha ventrículo carcinoma tumor ingresa
+        intervenido intervenida cardiopatía isquémica apendicectomía colecistectomía""",
     "fr": """le la les des du de et est un une en dans pour pas ne sur au aux avec sans par qui que ce cette
         il elle ont été avait sont était aucun aucune absence patient patiente antécédents douleur
         fièvre toux mère père frère sœur soeur examen traitement sortie hospitalisation diagnostic bilan
-        mois ans jours depuis chez y à plus également non notion suspicion pas retrouvé retrouvée
-        absente absent probable évocateur évocatrice compatible ses son sa leur après avant lors cas
-        selon puis ou mais jamais rien exclu écarté œdème épanchement pneumonie normale normaux anomalie
+        mois ans jours depuis chez y à plus également non notion suspicion retrouvé retrouvée absente
+        absent probable évocateur évocatrice compatible ses son sa leur après avant lors cas selon puis
+        ou mais jamais rien exclu écarté œdème épanchement pneumonie normale normaux anomalie
         échographie radiographie pneumopathie céphalées vomissements nausées diarrhée crises souffle
         souple dépressible auscultation pulmonaire cardiaque lésion lésions suivi consultation urgences
         médecin familiaux personnels allergies chirurgicaux motif maladie conclusion évolution clinique
         hypertension artérielle changement modification augmentation diminution gonflement faiblesse
-        début nouveau débuté arrêté recommandé plaintes""",
+        début nouveau débuté arrêté recommandé plaintes gauche droit droite ventricule carcinome tumeur
+        appendicite""",
     "nl": """de het een en van in is met niet geen zonder op voor bij naar te er dat die zijn was werd wordt
         heeft hebben had ook maar of om aan als door uit na nog wel patiënt koorts pijn hoest moeder
         vader broer zus voorgeschiedenis onderzoek behandeling opname ontslag beleid conclusie klachten
         jaar jaren dagen maanden sinds bekend aanwijzingen zich deze hij zij ze ter tot mogelijk
-        waarschijnlijk verdenking uitgesloten eerder status links rechts beide werden hebben gehad
-        geleden thuis graag controle poli pneumonie normaal afwijkingen echo echografie thoraxfoto
-        hoofdpijn braken misselijkheid diarree aanvallen souffle buik soepel auscultatie longen hart
-        harttonen vervolg huisarts spoedeisende allergieën medicatie familieanamnese anamnese
-        hypertensie lichamelijk aanvullend verandering toename afname zwelling zwakte begin nieuw
-        gestart gestopt geadviseerd""",
-    "it": """il di della delle dei degli del che non per con nel nella alla sono anni paziente dolore febbre
-        madre padre anamnesi esame terapia una un la le si ha è stato stata anche ma""",
-    "pt": """os as da do das dos não em com um uma que para por sem paciente dor febre mãe pai anos nega foi
-        está são também exame história ao à pelo pela""",
+        waarschijnlijk verdenking uitgesloten eerder status links rechts beide werden gehad geleden
+        thuis graag controle poli pneumonie normaal afwijkingen echo echografie thoraxfoto hoofdpijn
+        braken misselijkheid diarree aanvallen souffle buik soepel auscultatie longen hart harttonen
+        vervolg huisarts spoedeisende allergieën medicatie familieanamnese anamnese hypertensie
+        lichamelijk aanvullend verandering toename afname zwelling zwakte begin nieuw gestart gestopt
+        geadviseerd linker rechter ventrikel carcinoom tumor operatie cholecystectomie appendectomie
+        tiener""",
+    "it": """il di della delle dei degli che non per nel nella alla sono anni paziente dolore febbre anamnesi
+        esame terapia è stato stata anche""",
+    "pt": """não com um uma sem paciente dor febre mãe pai anos nega foi está são também exame história ao à
+        pelo pela os em""",
 }
 # one-letter words that count (all others, like "a" or "e", are too shared or initials)
 _ONE_LETTER = {"y": ("es", "fr"), "à": ("fr", "pt"), "è": ("it",), "é": ("pt",)}
