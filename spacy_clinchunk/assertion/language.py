@@ -26,7 +26,7 @@ DECOYS = ("it", "pt")
 MAX_CHARS = 20_000
 # a guess is sure when its evidence reaches MIN_EVIDENCE, is at least MIN_SHARE of all
 # evidence and leads the runner-up by MIN_LEAD (weights: one distinctive word = 1.0)
-MIN_EVIDENCE = 1.0
+MIN_EVIDENCE = 0.75
 MIN_SHARE = 0.5
 MIN_LEAD = 0.5
 
@@ -43,7 +43,7 @@ _WORDS: Dict[str, str] = {
         vomiting nausea diarrhea murmur murmurs soft lungs clear heart lesion allergies medications
         surgical rash chief complaint assessment impression findings hypertension change changes tone
         increased decreased swelling weakness onset then new started stopped recommended ventricle
-        carcinoma tumor asthma""",
+        carcinoma tumor asthma acute bilateral renal pleural type moderate""",
     "de": """der die das und ist mit nicht kein keine keinen keinem keiner ohne bei auf im ein eine einer
         eines einen dem den des zu zur zum von nach sich auch wurde wurden werden wird hat haben sind
         war waren unter über sowie bzw patient patientin befund befunde verdacht zustand fieber
@@ -57,7 +57,9 @@ _WORDS: Dict[str, str] = {
         allergien medikation empfehlung ausschluss vorerkrankungen hypertonie epikrise procedere
         diagnostik körperlicher aktuell änderung veränderung zunahme abnahme schwellung schwäche beginn
         neu begonnen abgesetzt beschwerden linker linke linken rechter rechte ventrikel karzinom tumor
-        fragliche raumforderung anamnestisch bronchiale asthma""",
+        fragliche raumforderung anamnestisch bronchiale asthma alte alter altes negativ blieben steril
+        normwertig fraglicher kleiner kleine großer sollte auftreten bitte akute akuter virale
+        leichtgradig mittelgradig hochgradig""",
     "es": """el la los las de del que en con por para una un se su sus es está están presenta presentó sin no
         niega ni al lo le como pero más muy sobre desde hasta tras hace fue ha han tiene paciente
         antecedentes dolor fiebre tos disnea madre padre hermano hermana diagnóstico tratamiento alta
@@ -71,7 +73,10 @@ _WORDS: Dict[str, str] = {
         descartar valorar enfermedad actual juicio clínico evolución física motivo hipertensión cambios
         cambio frecuencia aumento disminución edema debilidad inicio nuevo inició suspende suspender
         recomienda molestias izquierdo izquierda derecho derecha ventrículo carcinoma tumor ingresa
-        intervenido intervenida cardiopatía isquémica apendicectomía colecistectomía""",
+        intervenido intervenida cardiopatía isquémica apendicectomía colecistectomía ausencia derrame
+        pleural rigidez nuca ausente función renal conservada conservado otoscopia bilateral antecedente
+        tratada correctamente infancia varicela episodio aguda agudo origen historia familiar muerte
+        súbita complicada complicado tipo moderada moderado leve grave""",
     "fr": """le la les des du de et est un une en dans pour pas ne sur au aux avec sans par qui que ce cette
         il elle ont été avait sont était aucun aucune absence patient patiente antécédents douleur
         fièvre toux mère père frère sœur soeur examen traitement sortie hospitalisation diagnostic bilan
@@ -83,7 +88,8 @@ _WORDS: Dict[str, str] = {
         médecin familiaux personnels allergies chirurgicaux motif maladie conclusion évolution clinique
         hypertension artérielle changement modification augmentation diminution gonflement faiblesse
         début nouveau débuté arrêté recommandé plaintes gauche droit droite ventricule carcinome tumeur
-        appendicite""",
+        appendicite rythme sinusal tracé infection urinaire basse oncle maternel paternel épileptique
+        histoire familiale mort subite signale nausée vomissement type aiguë aigu modérée légère sévère""",
     "nl": """de het een en van in is met niet geen zonder op voor bij naar te er dat die zijn was werd wordt
         heeft hebben had ook maar of om aan als door uit na nog wel patiënt koorts pijn hoest moeder
         vader broer zus voorgeschiedenis onderzoek behandeling opname ontslag beleid conclusie klachten
@@ -94,7 +100,9 @@ _WORDS: Dict[str, str] = {
         vervolg huisarts spoedeisende allergieën medicatie familieanamnese anamnese hypertensie
         lichamelijk aanvullend verandering toename afname zwelling zwakte begin nieuw gestart gestopt
         geadviseerd linker rechter ventrikel carcinoom tumor operatie cholecystectomie appendectomie
-        tiener""",
+        tiener diagnose acute afwezig goed huid gaaf echografisch verdacht differentiaal diagnostisch
+        virale infectie terugkomen indien optreden plotse familie doorgemaakt kind mazelen normale matig
+        ernstig licht""",
     "it": """il di della delle dei degli che non per nel nella alla sono anni paziente dolore febbre anamnesi
         esame terapia è stato stata anche""",
     "pt": """não com um uma sem paciente dor febre mãe pai anos nega foi está são também exame história ao à
@@ -118,6 +126,11 @@ _ENDINGS: Tuple[Tuple[str, str, float], ...] = (
     ("ungen", "de", 0.5), ("keit", "de", 0.6), ("heit", "de", 0.6), ("lich", "de", 0.4),
     ("heid", "nl", 0.6), ("lijk", "nl", 0.6), ("lijke", "nl", 0.6), ("ing", "en", 0.2),
     ("ing", "nl", 0.15), ("ness", "en", 0.5), ("zione", "it", 0.75), ("ção", "pt", 1.0),
+    ("werte", "de", 0.5), ("wertig", "de", 0.6), ("narbe", "de", 0.6), ("schmerz", "de", 0.6), ("schmerzen", "de", 0.6),
+    ("erguss", "de", 0.6), ("kulturen", "de", 0.4), ("zeichen", "de", 0.5), ("functie", "nl", 0.6),
+    ("stoornis", "nl", 0.6), ("stoornissen", "nl", 0.6), ("operatie", "nl", 0.6), ("pijn", "nl", 0.8),
+    ("heid", "nl", 0.6), ("breuk", "nl", 0.6), ("kanker", "nl", 0.6), ("ziekte", "nl", 0.6), ("verlies", "nl", 0.4),
+    ("ía", "es", 0.4), ("ismo", "es", 0.4), ("aire", "fr", 0.3), ("eau", "fr", 0.5),
 )
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _ELISION = re.compile(r"(?<![^\W\d_])(?:[dlnjsc]|qu)['’](?=[^\W\d_])", re.IGNORECASE)
