@@ -64,6 +64,10 @@ DOC_EXTENSIONS: Dict[str, Any] = {
     "unlocated_annotations": None,  # annotations asserted for the document but not located in its text
     "llm_usage": None,
     "llm_context_failures": 0,
+    # clin_context_assertion: the language whose rules applied (detected with language "auto",
+    # else the configured one) and the detector's share of evidence for it (None: not detected)
+    "language": None,
+    "language_score": None,
 }
 
 

@@ -178,7 +178,10 @@ def _load(
     except Exception as err:
         raise PipelineError(f"could not read config {config_file}: {_first_line(err)}") from err
     if lang:
-        overrides["nlp.lang"] = lang
+        try:
+            overrides = {**language_overrides(config_file, lang), **overrides}
+        except Exception as err:
+            raise PipelineError(f"could not read config {config_file}: {_first_line(err)}") from err
     try:
         if path.is_dir():
             return spacy.load(path, config=overrides)
@@ -188,6 +191,20 @@ def _load(
         return nlp
     except Exception as err:  # config errors from confection/spaCy are verbose; keep the gist
         raise PipelineError(_one_line(source, err)) from err
+
+
+def language_overrides(config_path: Path, lang: str) -> Dict[str, Any]:
+    """``lang`` as the CLI's ``--lang`` means it: a code sets ``nlp.lang`` and forces that
+    language on every assertion component; ``"auto"`` leaves ``nlp.lang`` and makes the
+    assertion components detect the language of each document."""
+    from .components.context_assertion import AUTO, FACTORY as ASSERTION_FACTORY
+
+    overrides: Dict[str, Any] = {} if lang == AUTO else {"nlp.lang": lang}
+    config = load_config(config_path, interpolate=False)
+    for name, section in config.get("components", {}).items():
+        if isinstance(section, dict) and section.get("factory") == ASSERTION_FACTORY:
+            overrides[f"components.{name}.language"] = lang
+    return overrides
 
 
 def stage_setting_overrides(config_path: Path, settings: Dict[str, Any]) -> Dict[str, Any]:

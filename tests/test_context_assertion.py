@@ -823,11 +823,13 @@ def test_data_loads_on_first_use_without_initialize():
     nlp = spacy.blank("de")
     nlp.add_pipe("sentencizer")
     pipe = nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
-    assert pipe._engine is None and pipe._rules is None  # add_pipe reads nothing
+    assert pipe._engines == {} and pipe._rules == {}  # add_pipe reads nothing
     doc = nlp.make_doc("Kein Fieber.")
     doc.spans[KEY] = [doc[1:2]]
-    assert nlp(doc).spans[KEY][0]._.clin_assertion == "negated"
-    assert pipe.rules == shipped_rules("de")
+    doc = nlp(doc)
+    assert doc.spans[KEY][0]._.clin_assertion == "negated" and doc._.clin_language == "de"
+    assert pipe.rules_for("de") == shipped_rules("de")
+    assert set(pipe._engines) == {"de"}  # only the language met was compiled
 
 
 def test_initialize_arguments_replace_the_packaged_data():

@@ -11,7 +11,12 @@ from . import CLIError
 def add_source_arguments(parser: argparse.ArgumentParser, strategy_help: str, spans_key_help: str) -> None:
     parser.add_argument("--config", "-c", default=None, help="config file or saved pipeline directory")
     parser.add_argument("--strategy", default=None, help=strategy_help)
-    parser.add_argument("--lang", default=None, help="language code (en, de, es, fr, nl); overrides the config")
+    parser.add_argument(
+        "--lang",
+        default=None,
+        help="en, de, es, fr, nl or auto: a code sets the pipeline language and forces it on assertion; "
+        "auto detects each document's language for assertion (what the shipped configs do); default: the config's",
+    )
     parser.add_argument("--spans-key", default=None, help=spans_key_help)
 
 

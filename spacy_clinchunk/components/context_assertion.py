@@ -11,6 +11,12 @@ it: the factory, the ``Pipe`` and its data.
   :meth:`ContextAssertion.initialize` (``[initialize.components.clin_context_assertion]``),
   or from the package for the pipeline's language on first use, and is carried by
   ``to_disk``/``from_disk``/bytes.
+* ``language``: ``"auto"`` (the default) detects each document's language
+  (:mod:`spacy_clinchunk.assertion.language`), records it in ``Doc._.clin_language`` and
+  applies that language's data; a document whose language is unsure or unsupported gets
+  English rules and the pipe warns once. A code ("es") forces that language; ``null`` is
+  the pipeline's ``nlp.lang`` (the meaning it had in 0.1). With ``"auto"`` the data of all
+  languages is saved and loaded, so a saved pipeline needs no package data.
 
 Heavy imports (medspaCy pulls in torch and PyRuSH) happen at ``initialize`` or on the
 first doc, never in the constructor.
@@ -18,6 +24,7 @@ first doc, never in the constructor.
 
 import copy
 import json
+import warnings
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 import srsly
@@ -29,6 +36,7 @@ from spacy.util import ensure_path
 from .. import attrs
 from ..assertion.cues import compile_rules
 from ..assertion.extensions import ExtensionNames
+from ..assertion.language import detect_language
 from ..assertion.rules import (  # noqa: F401  (PRECEDENCE ... shipped_rules: the public names of 0.1)
     PRECEDENCE,
     ContextRulesError,
@@ -42,7 +50,13 @@ from ..assertion.rules import (  # noqa: F401  (PRECEDENCE ... shipped_rules: th
 )
 from ..assertion.sections import SectionData, SectionTable, check_sections, section_data
 from ..assertion.status import AssertionEngine
-from ..resources_io import load_word_list, resolve_language, resolve_override
+from ..resources_io import (
+    FALLBACK_LANGUAGE,
+    SUPPORTED_LANGUAGES,
+    load_word_list,
+    resolve_language,
+    resolve_override,
+)
 from .base import require_extra
 from .settings import PositiveInt, SettingError
 
@@ -56,6 +70,8 @@ LIGHT_WORDS_RESOURCE = "assertion_light_words"
 RULES_FILE = "context_rules.json"
 CFG_FILE = "cfg.json"
 DATA_FORMAT = 2  # cfg.json of format 1 held settings; only its language counts
+AUTO_DATA_FORMAT = 3  # format 2 plus the data of the other languages ("languages")
+AUTO = "auto"
 ENTS = "ents"
 
 # the start of a Python identifier: extension names are attributes of ``Span._``
@@ -66,7 +82,7 @@ ExtensionPrefix = constr(strict=True, regex=r"^[A-Za-z_][A-Za-z0-9_]*$")
     FACTORY,
     default_config={
         "span_keys": [attrs.CHUNKS_KEY],
-        "language": None,
+        "language": AUTO,
         "rules": None,
         "include_default_rules": True,
         "max_scope": None,
@@ -101,7 +117,9 @@ class ContextAssertion(Pipe):
     """Assertion status (``Span._.clin_assertion`` ...) for every span of the named groups.
 
     ``rules`` is the setting of 0.1: a rules file or inline rules to use instead of the
-    shipped ones when :meth:`initialize` is given none.
+    shipped ones when :meth:`initialize` is given none. ``lang`` is the language whose data
+    the properties (``rules``, ``sections`` ...) show: the configured one, or with
+    ``"auto"`` the fallback (English); ``languages`` are all the languages it may apply.
     """
 
     def __init__(
@@ -119,7 +137,9 @@ class ContextAssertion(Pipe):
         self.nlp = nlp
         self.name = name
         self.span_keys = list(span_keys)
-        self.lang = resolve_language(language or nlp.lang, FACTORY)
+        self.auto = language == AUTO
+        self.lang = FALLBACK_LANGUAGE if self.auto else resolve_language(language or nlp.lang, FACTORY)
+        self.languages = tuple(SUPPORTED_LANGUAGES) if self.auto else (self.lang,)
         self.include_default_rules = include_default_rules
         self.max_scope = max_scope
         self.extension_prefix = extension_prefix
@@ -134,11 +154,12 @@ class ContextAssertion(Pipe):
         if isinstance(rules, (list, tuple)):  # inline rules are checked at once (files on first use)
             validate_rules(list(rules), f"{name}: inline rules")
         self._rules_setting = copy.deepcopy(rules)
-        # data: None until initialize, from_disk or first use supplies it
-        self._rules: Optional[List[RuleDict]] = None
-        self._light_words: Optional[List[str]] = None
-        self._sections: Optional[SectionData] = None
-        self._engine: Optional[AssertionEngine] = None
+        # data per language: absent until initialize, from_disk or first use supplies it
+        self._rules: Dict[str, List[RuleDict]] = {}
+        self._light_words: Dict[str, List[str]] = {}
+        self._sections: Dict[str, SectionData] = {}
+        self._engines: Dict[str, AssertionEngine] = {}
+        self._warned_unsure = False
 
     # -- data ------------------------------------------------------------------
     def initialize(
@@ -159,12 +180,25 @@ class ContextAssertion(Pipe):
             shipped ``assertion_sections`` of the language.
         light_words: words that may precede a cue inside a span (a list, a JSON file, or
             ``spacy_clinchunk.ResourceList.v1``); default: the shipped ``assertion_light_words``.
+
+        With ``language = "auto"`` what is given applies to every language, and the data of
+        every language is loaded here; each language's rules compile on its first document.
         """
-        self._rules = None if rules is None else validate_rules(rules, f"{self.name}: initialize rules")
-        self._light_words = None if light_words is None else resolve_override(light_words, LIGHT_WORDS_RESOURCE)
-        self._sections = None if sections is None else check_sections(sections, f"{self.name}: initialize sections")
-        self._engine = None
-        self.engine  # noqa: B018  (loads the defaults of what was not given, compiles the rules)
+        given_rules = None if rules is None else validate_rules(rules, f"{self.name}: initialize rules")
+        given_words = None if light_words is None else resolve_override(light_words, LIGHT_WORDS_RESOURCE)
+        given_sections = None if sections is None else check_sections(sections, f"{self.name}: initialize sections")
+        self._rules, self._light_words, self._sections, self._engines = {}, {}, {}, {}
+        for lang in self.languages:
+            if given_rules is not None:
+                self._rules[lang] = copy.deepcopy(given_rules)
+            if given_words is not None:
+                self._light_words[lang] = list(given_words)
+            if given_sections is not None:
+                self._sections[lang] = copy.deepcopy(given_sections)
+            self._effective_rules(lang)
+            self.light_words_for(lang)
+            self.sections_for(lang)
+        self.engine  # noqa: B018  (compiles the rules of the main language)
 
     @property
     def rules(self) -> List[RuleDict]:
@@ -175,44 +209,65 @@ class ContextAssertion(Pipe):
         """Add rules (medspaCy dicts); a rule replaces existing ones with the same literal.
         (``initialize`` resets the rules: add them after it.)"""
         new = validate_rules(list(rules), f"{self.name}: add_rules")
-        self._rules = merge_rules(self._effective_rules(), new)
-        self._engine = None
+        for lang in self.languages:  # with "auto", a rule of the user holds in every language
+            self._rules[lang] = merge_rules(self._effective_rules(lang), new)
+        self._engines = {}
 
     @property
     def light_words(self) -> List[str]:
         """Words that may precede a cue inside a span (``assertion_light_words``)."""
-        if self._light_words is None:
-            self._light_words = load_word_list(self.lang, LIGHT_WORDS_RESOURCE)
-        return self._light_words
+        return self.light_words_for(self.lang)
 
     @property
     def sections(self) -> SectionData:
         """Section headers and the status each section gives (``assertion_sections``)."""
-        if self._sections is None:
-            self._sections = section_data(self.lang)
-        return self._sections
+        return self.sections_for(self.lang)
 
     @property
     def engine(self) -> AssertionEngine:
-        """The compiled data; built on first use when ``initialize`` was never called."""
-        if self._engine is None:
-            matcher = compile_rules(self.nlp, self.name, self._effective_rules(), self.max_scope)
-            light = {w.lower() for w in self.light_words}
-            self._engine = AssertionEngine(matcher, SectionTable(self.sections), light, self.max_scope)
-        return self._engine
+        """The compiled data of :attr:`lang`; built on first use when ``initialize`` was never called."""
+        return self.engine_for(self.lang)
 
-    def _effective_rules(self) -> List[RuleDict]:
-        if self._rules is None:
+    def light_words_for(self, lang: str) -> List[str]:
+        if lang not in self._light_words:
+            self._light_words[lang] = load_word_list(lang, LIGHT_WORDS_RESOURCE)
+        return self._light_words[lang]
+
+    def sections_for(self, lang: str) -> SectionData:
+        if lang not in self._sections:
+            self._sections[lang] = section_data(lang)
+        return self._sections[lang]
+
+    def rules_for(self, lang: str) -> List[RuleDict]:
+        """The effective rules of one of :attr:`languages`; a copy."""
+        return copy.deepcopy(self._effective_rules(lang))
+
+    def engine_for(self, lang: str) -> AssertionEngine:
+        """The compiled data of ``lang``, one per language, built on its first use."""
+        engine = self._engines.get(lang)
+        if engine is None:
+            matcher = compile_rules(self.nlp, self.name, self._effective_rules(lang), self.max_scope)
+            light = {w.lower() for w in self.light_words_for(lang)}
+            engine = AssertionEngine(matcher, SectionTable(self.sections_for(lang)), light, self.max_scope)
+            self._engines[lang] = engine
+        return engine
+
+    def _effective_rules(self, lang: Optional[str] = None) -> List[RuleDict]:
+        lang = lang or self.lang
+        if lang not in self._rules:
             origin = f"{self.name}: inline rules"
-            self._rules = build_rules(self.lang, self._rules_setting, self.include_default_rules, origin)
-        return self._rules
+            self._rules[lang] = build_rules(lang, self._rules_setting, self.include_default_rules, origin)
+        return self._rules[lang]
 
     # -- processing ------------------------------------------------------------
     def __call__(self, doc: Doc) -> Doc:
-        groups = [self._targets(doc, key) for key in self.span_keys]
-        if not any(groups) or not len(doc):
+        if not len(doc):
             return doc
-        engine = self.engine  # a data error is one of configuration, not of this doc: raised
+        lang = self._language_of(doc)
+        groups = [self._targets(doc, key) for key in self.span_keys]
+        if not any(groups):
+            return doc
+        engine = self.engine_for(lang)  # a data error is one of configuration, not of this doc: raised
         error_handler = self.get_error_handler()
         try:
             for span, result in engine.annotate(doc, groups):
@@ -221,6 +276,33 @@ class ContextAssertion(Pipe):
         except Exception as err:
             error_handler(self.name, self, [doc], err)
         return doc
+
+    def _language_of(self, doc: Doc) -> str:
+        """The language whose rules apply to ``doc``, recorded on it (``Doc._.clin_language``)."""
+        score: Optional[float] = None
+        lang = self.lang
+        if self.auto:
+            guess = detect_language(doc.text, self.languages)
+            if guess.sure:
+                lang, score = str(guess.language), guess.score
+            else:
+                self._warn_unsure()
+        doc._.set(attrs.ext("language"), lang)
+        doc._.set(attrs.ext("language_score"), score)
+        return lang
+
+    def _warn_unsure(self) -> None:
+        """One warning per pipe, never the text: the rules of a wrong language mislead silently."""
+        if self._warned_unsure:
+            return
+        self._warned_unsure = True
+        warnings.warn(
+            f"{self.name}: the language of a document is unsure or not one of {', '.join(self.languages)}; "
+            f"{FALLBACK_LANGUAGE} rules apply to it (Doc._.clin_language_score is None for such documents). "
+            "Set the component's 'language' to force a language.",
+            UserWarning,
+            stacklevel=3,
+        )
 
     def _declare_names(self, doc: Doc) -> None:
         """Under another prefix, each annotated group says where its values are (records ask it)."""
@@ -240,12 +322,26 @@ class ContextAssertion(Pipe):
     # -- serialization: data only (rules, light words, sections); settings stay with the config
     def _source(self) -> Dict[str, Any]:
         """What the default data is built from; a saved copy is used only while this is unchanged."""
-        return {"lang": self.lang, "rules": self._rules_setting, "include_default_rules": self.include_default_rules}
+        lang = AUTO if self.auto else self.lang
+        return {"lang": lang, "rules": self._rules_setting, "include_default_rules": self.include_default_rules}
+
+    def _other_languages(self) -> List[str]:
+        return [lang for lang in self.languages if lang != self.lang]
 
     def _cfg(self) -> Dict[str, Any]:
-        return {"format": DATA_FORMAT, "source": self._source(), "light_words": self.light_words, "sections": self.sections}
+        cfg = {"format": DATA_FORMAT, "source": self._source(), "light_words": self.light_words, "sections": self.sections}
+        if self.auto:
+            cfg["format"] = AUTO_DATA_FORMAT
+            cfg["languages"] = {
+                lang: {"light_words": self.light_words_for(lang), "sections": self.sections_for(lang)}
+                for lang in self._other_languages()
+            }
+        return cfg
 
-    def _load(self, cfg: Dict[str, Any], rules: Any, origin: str) -> None:
+    def _other_rules(self) -> Dict[str, List[RuleDict]]:
+        return {lang: self._effective_rules(lang) for lang in self._other_languages()}
+
+    def _load(self, cfg: Dict[str, Any], rules: Any, origin: str, other_rules: Optional[Dict[str, Any]] = None) -> None:
         source = cfg.get("source") or {  # format 1 held settings; only its language counts
             "lang": cfg.get("lang", self.lang),
             "rules": self._rules_setting,
@@ -253,20 +349,29 @@ class ContextAssertion(Pipe):
         }
         if source != json.loads(json.dumps(self._source())):
             return  # the config asks for other data: built from the package on first use
+        self._engines = {}
+        self._load_language(self.lang, cfg, rules, origin)
+        languages = cfg.get("languages") or {}
+        for lang in self._other_languages():
+            self._load_language(lang, languages.get(lang) or {}, (other_rules or {}).get(lang), f"{origin} ({lang})")
+
+    def _load_language(self, lang: str, data: Dict[str, Any], rules: Any, origin: str) -> None:
         if rules is not None:
-            self._rules = validate_rules(rules, origin)
-        if cfg.get("light_words") is not None:
-            self._light_words = resolve_override(cfg["light_words"], f"{origin}: light_words")
-        if cfg.get("sections") is not None:
-            self._sections = check_sections(cfg["sections"], f"{origin}: sections")
-        self._engine = None
+            self._rules[lang] = validate_rules(rules, origin)
+        if data.get("light_words") is not None:
+            self._light_words[lang] = resolve_override(data["light_words"], f"{origin}: light_words")
+        if data.get("sections") is not None:
+            self._sections[lang] = check_sections(data["sections"], f"{origin}: sections")
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return srsly.json_dumps({"cfg": self._cfg(), "context_rules": self._effective_rules()}).encode("utf-8")
+        data = {"cfg": self._cfg(), "context_rules": self._effective_rules()}
+        if self.auto:
+            data["language_rules"] = self._other_rules()
+        return srsly.json_dumps(data).encode("utf-8")
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ContextAssertion":
         data = srsly.json_loads(bytes_data)
-        self._load(data.get("cfg", {}), data.get("context_rules"), f"{self.name}: bytes")
+        self._load(data.get("cfg", {}), data.get("context_rules"), f"{self.name}: bytes", data.get("language_rules"))
         return self
 
     def to_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> None:
@@ -274,10 +379,22 @@ class ContextAssertion(Pipe):
         path.mkdir(parents=True, exist_ok=True)
         srsly.write_json(path / CFG_FILE, self._cfg())
         srsly.write_json(path / RULES_FILE, {"context_rules": self._effective_rules()})
+        for lang, rules in (self._other_rules() if self.auto else {}).items():
+            srsly.write_json(path / language_rules_file(lang), {"context_rules": rules})
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ContextAssertion":
         path = ensure_path(path)
         cfg = srsly.read_json(path / CFG_FILE) if (path / CFG_FILE).exists() else {}
         rules = srsly.read_json(path / RULES_FILE) if (path / RULES_FILE).exists() else None
-        self._load(cfg, rules, str(path / RULES_FILE))
+        others = {}
+        for lang in self._other_languages():
+            file = path / language_rules_file(lang)
+            if file.exists():
+                others[lang] = srsly.read_json(file)
+        self._load(cfg, rules, str(path / RULES_FILE), others)
         return self
+
+
+def language_rules_file(lang: str) -> str:
+    """The saved rules of a language other than the main one (``language = "auto"``)."""
+    return f"context_rules.{lang}.json"
