@@ -180,6 +180,7 @@ def _load(
     if lang:
         overrides["nlp.lang"] = lang
     try:
+        import_host_factories(config_file)
         if path.is_dir():
             return spacy.load(path, config=overrides)
         config = load_config(path, overrides=overrides, interpolate=False)
@@ -188,6 +189,31 @@ def _load(
         return nlp
     except Exception as err:  # config errors from confection/spaCy are verbose; keep the gist
         raise PipelineError(_one_line(source, err)) from err
+
+
+# factory name prefix -> the package whose import registers those factories (spaCy finds
+# them no other way: medspaCy declares no entry points)
+HOST_PACKAGES = {"medspacy_": "medspacy"}
+
+
+def import_host_factories(config_file: Path) -> None:
+    """Import the host packages whose factories the config names (``medspacy_sectionizer`` ->
+    ``import medspacy``), so a saved medspaCy pipeline loads like any other. Only when named:
+    importing medspaCy costs seconds."""
+    import importlib
+
+    config = load_config(config_file, interpolate=False)
+    factories = {str(section.get("factory", "")) for section in config.get("components", {}).values() if isinstance(section, dict)}
+    for prefix, package in HOST_PACKAGES.items():
+        if any(name.startswith(prefix) for name in factories):
+            if package == "medspacy":
+                from .logs import quiet_medspacy_loguru
+
+                quiet_medspacy_loguru()
+            try:
+                importlib.import_module(package)
+            except ImportError as err:
+                raise PipelineError(f"the pipeline's {prefix}* components need `pip install {package}` ({err})") from err
 
 
 def stage_setting_overrides(config_path: Path, settings: Dict[str, Any]) -> Dict[str, Any]:

@@ -12,7 +12,7 @@ lists as lists.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc
 
@@ -99,9 +99,16 @@ def adapter_metadata(record: Dict[str, Any], source: Optional[Dict[str, Any]] = 
 def load_nlp(pipeline: Any) -> Any:
     """An ``nlp`` from a ``Language``, a config / saved pipeline path or a strategy name
     (:func:`~spacy_clinchunk.pipeline.resolve_pipeline`)."""
+    return resolve_chunks(pipeline)[0]
+
+
+def resolve_chunks(pipeline: Any, spans_key: Optional[str] = None) -> Tuple[Any, str]:
+    """``(nlp, spans_key)``: the pipeline of :func:`load_nlp` and ``spans_key``, or when none
+    is given the group its chunks are in, as the resolver reads it from the loaded pipeline."""
     from ..pipeline import resolve_pipeline
 
-    return resolve_pipeline(pipeline).nlp
+    resolved = resolve_pipeline(pipeline)
+    return resolved.nlp, spans_key or resolved.chunks_key
 
 
 def chunk_texts_with_ids(
@@ -129,9 +136,17 @@ def chunk_texts_with_ids(
 
 def default_embedder() -> Any:
     """``spacy_clinchunk.SentenceTransformerEmbedder.v1`` with its defaults (bundled MiniLM, shared model cache)."""
+    return offline_embedder()
+
+
+def offline_embedder(embedder: Any = None, model: Optional[str] = None, device: str = "auto") -> Any:
+    """``embedder`` as given, else ``spacy_clinchunk.SentenceTransformerEmbedder.v1`` of ``model``
+    (default: the bundled MiniLM, from disk) on ``device``: what the framework embedders wrap."""
+    if embedder is not None:
+        return embedder
     from ..embed.embedders import sentence_transformer_embedder_v1
 
-    return sentence_transformer_embedder_v1()
+    return sentence_transformer_embedder_v1(model=model, device=device)
 
 
 def embed_texts(embedder: Any, texts: List[str]) -> List[List[float]]:
@@ -209,5 +224,5 @@ def query_chroma(
 
 __all__: Sequence[str] = (
     "to_records", "to_chroma", "query_chroma", "vector_metadata", "adapter_metadata", "default_embedder",
-    "default_chunks_key", "embed_texts", "NO_ASSERTION",
+    "default_chunks_key", "embed_texts", "offline_embedder", "resolve_chunks", "NO_ASSERTION",
 )
