@@ -159,7 +159,11 @@ def test_bad_input_gets_defined_values_or_one_clear_line(tmp_path):
     collection = _collection(tmp_path, "bad")
     assert to_chroma([doc], collection, refuse, spans_key="empty") == 0
     with pytest.raises(RecordError, match="has no span group 'clin_rag_chunks'"):
-        to_chroma([doc], collection, refuse)
+        to_chroma([doc], collection, refuse, spans_key="clin_rag_chunks")
+    bare = nlp("No chunks here.")
+    bare.spans["empty"] = []
+    with pytest.raises(RecordError, match=r"neither 'clin_chunks' nor 'clin_rag_chunks' \(groups: empty\)"):
+        to_chroma([bare], collection, refuse)
     added = to_chroma([doc], collection, lambda texts: [[1.0, 0.0, 0.0] for _ in texts], spans_key="clin_chunks")
     assert added == 1 and collection.get(ids=[record["id"]])["metadatas"][0]["assertion"] == NO_ASSERTION
 

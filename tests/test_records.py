@@ -102,7 +102,9 @@ def test_other_attributes_are_kept_and_unserializable_ones_rejected(tmp_path):
     record = chunk_records(doc, "annotations")[0]
     assert record["label"] == "HP" and record["attributes"] == {"hpo_id": "HP:0001250"}
     span = doc.spans["annotations"][0]
-    span._.clin_hpo_label = {1, 2}  # a set: JSON cannot hold it
+    span._.clin_hpo_label = {2, 1}  # a set: a sorted list in records
+    assert chunk_records(doc, "annotations")[0]["attributes"]["hpo_label"] == [1, 2]
+    span._.clin_hpo_label = object()  # nothing JSON can hold: one clear line naming the field
     with pytest.raises(RecordError, match=r"field 'attributes' is not JSON-serializable"):
         write_records([doc], "records", tmp_path / "out.jsonl", "annotations")
 
