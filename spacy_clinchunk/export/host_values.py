@@ -89,9 +89,15 @@ def _char_span(doc: Optional[Doc], start: Any, end: Any) -> Optional[Span]:
     return doc[start:end]
 
 
+def has_host_sections(doc: Doc) -> bool:
+    """Whether medspaCy's sectionizer ran on ``doc`` (``Doc._.sections`` set): asked once per
+    document, so records of a pipeline without it read no section of the host's."""
+    return Doc.has_extension("sections") and Token.has_extension("section") and bool(doc._.get("sections"))
+
+
 def host_section(span: Span) -> Tuple[Optional[str], Optional[str]]:
     """``(category, title)`` of the medspaCy section ``span`` begins in (its sectionizer's
-    ``Token._.section``), or ``(None, None)`` when no sectionizer ran."""
+    ``Token._.section``), or ``(None, None)`` when there is none."""
     if len(span) == 0 or not Token.has_extension("section"):
         return None, None
     section = span[0]._.get("section")

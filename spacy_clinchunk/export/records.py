@@ -5,10 +5,8 @@
 from them, so every export carries the same fields. :func:`doc_to_record` is the
 older per-document shape the ``chunk`` CLI and corpus shards write as ``jsonl``.
 
-Every value is plain JSON, whatever the host pipeline left on the spans (medspaCy's
-``Section`` and ``ConTextModifier`` objects, spans, sets: :mod:`.host_values`); under
-medspaCy's sectionizer a record names its section's category and title. Documents without an
-id, or with one already seen in the same call, get distinct stable ids (:class:`DocumentIds`).
+Values are plain JSON whatever the host pipeline left (medspaCy's ``Section``, its
+modifiers: :mod:`.host_values`); ids are distinct over one call (:class:`DocumentIds`).
 
 Records of the flagship carry their chunk's focus spans (``focus``: ``[{start, end, text}]``);
 ``index="focus"`` makes the focus spans the records instead, each with its chunk's id
@@ -24,7 +22,7 @@ from spacy.tokens import Doc, Span
 
 from .. import attrs
 from ..fileio import make_private, open_private
-from .host_values import host_section, plain_value, section_name
+from .host_values import has_host_sections, host_section, plain_value, section_name
 from .ids import DocumentIds, document_id, record_ids
 
 # Record fields, in order. ``attributes`` holds any other extension value the pipeline set.
@@ -169,11 +167,12 @@ def _focus_list(underscore: Any, focus: List[Span], attribute: Optional[str]) ->
 def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_links) -> List[Dict[str, Any]]:
     source = doc._.clin_source
     source = None if source is None else str(source)
+    sectioned = has_host_sections(doc)
     records = []
     for number, span in enumerate(spans):
         underscore = span._
         set_values = span_attributes(span, extensions, underscore)
-        host_category, host_title = host_section(span)
+        host_category, host_title = host_section(span) if sectioned else (None, None)
         records.append(
             {
                 "id": ids[number],
@@ -229,12 +228,12 @@ def default_chunks_key(doc: Doc) -> str:
     )
 
 
-def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None) -> Dict[str, Any]:
+def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None, sectioned: bool = True) -> Dict[str, Any]:
     record: Dict[str, Any] = {"text": span.text, "start": span.start_char, "end": span.end_char}
     record.update(span_attributes(span, extensions))
     if "section" in record:
         record["section"] = section_name(record["section"], span.doc)
-    category, title = host_section(span)
+    category, title = host_section(span) if sectioned else (None, None)
     if category is not None:
         record.setdefault("section", category)
         record["section_title"] = title
@@ -243,9 +242,10 @@ def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = N
 
 def _group_records(group: Any, ids: Optional[List[str]] = None, fields: Fields = None) -> List[Dict[str, Any]]:
     extensions = registered_extensions(group, fields=fields)
+    sectioned = has_host_sections(group.doc) if len(group) else False
     if ids is None:
-        return [span_record(s, extensions) for s in group]
-    return [{"id": i, **span_record(s, extensions)} for i, s in zip(ids, group)]
+        return [span_record(s, extensions, sectioned) for s in group]
+    return [{"id": i, **span_record(s, extensions, sectioned)} for i, s in zip(ids, group)]
 
 
 def doc_to_record(
