@@ -183,6 +183,7 @@ def _load(
         except Exception as err:
             raise PipelineError(f"could not read config {config_file}: {_first_line(err)}") from err
     try:
+        import_host_factories(config_file)
         if path.is_dir():
             return spacy.load(path, config=overrides)
         config = load_config(path, overrides=overrides, interpolate=False)
@@ -205,6 +206,31 @@ def language_overrides(config_path: Path, lang: str) -> Dict[str, Any]:
         if isinstance(section, dict) and section.get("factory") == ASSERTION_FACTORY:
             overrides[f"components.{name}.language"] = lang
     return overrides
+
+
+# factory name prefix -> the package whose import registers those factories (spaCy finds
+# them no other way: medspaCy declares no entry points)
+HOST_PACKAGES = {"medspacy_": "medspacy"}
+
+
+def import_host_factories(config_file: Path) -> None:
+    """Import the host packages whose factories the config names (``medspacy_sectionizer`` ->
+    ``import medspacy``), so a saved medspaCy pipeline loads like any other. Only when named:
+    importing medspaCy costs seconds."""
+    import importlib
+
+    config = load_config(config_file, interpolate=False)
+    factories = {str(section.get("factory", "")) for section in config.get("components", {}).values() if isinstance(section, dict)}
+    for prefix, package in HOST_PACKAGES.items():
+        if any(name.startswith(prefix) for name in factories):
+            if package == "medspacy":
+                from .logs import quiet_medspacy_loguru
+
+                quiet_medspacy_loguru()
+            try:
+                importlib.import_module(package)
+            except ImportError as err:
+                raise PipelineError(f"the pipeline's {prefix}* components need `pip install {package}` ({err})") from err
 
 
 def stage_setting_overrides(config_path: Path, settings: Dict[str, Any]) -> Dict[str, Any]:

@@ -159,7 +159,11 @@ def test_bad_input_gets_defined_values_or_one_clear_line(tmp_path):
     collection = _collection(tmp_path, "bad")
     assert to_chroma([doc], collection, refuse, spans_key="empty") == 0
     with pytest.raises(RecordError, match="has no span group 'clin_rag_chunks'"):
-        to_chroma([doc], collection, refuse)
+        to_chroma([doc], collection, refuse, spans_key="clin_rag_chunks")
+    bare = nlp("No chunks here.")
+    bare.spans["empty"] = []
+    with pytest.raises(RecordError, match=r"neither 'clin_chunks' nor 'clin_rag_chunks' \(groups: empty\)"):
+        to_chroma([bare], collection, refuse)
     added = to_chroma([doc], collection, lambda texts: [[1.0, 0.0, 0.0] for _ in texts], spans_key="clin_chunks")
     assert added == 1 and collection.get(ids=[record["id"]])["metadatas"][0]["assertion"] == NO_ASSERTION
 
@@ -194,3 +198,24 @@ def test_flagship_chunks_and_focus_spans_in_chroma(tmp_path):
     assert "fever" in fever["documents"]
     parents = {m["parent_id"] for m in fever["metadatas"]}
     assert parents <= {r["id"] for r in records} and parents
+
+
+def test_identical_notes_without_ids_never_collide_in_chroma(assertion_nlp, tmp_path):
+    """Two identical notes without ids: distinct stable ids (the repeat is ``<id>#1``), every
+    upsert succeeds, and ``dedupe=True`` stores the note once. The default group is the
+    documents' chunks (here ``clin_chunks``), with no spans_key given."""
+    text = CLINIC["a/note.txt"]
+    docs = [assertion_nlp(text), assertion_nlp(text)]
+
+    def embed(texts):
+        return [[float(len(t)), 1.0, float(t.count("e"))] for t in texts]
+
+    collection = _collection(tmp_path, "twins")
+    per_note = len(chunk_records(docs[0]))
+    assert to_chroma(docs, collection, embed, batch_size=3) == 2 * per_note == collection.count()
+    ids = collection.get()["ids"]
+    base = chunk_records(docs[0])[0]["doc_id"]
+    assert {i.split(":")[0] for i in ids} == {base, base + "#1"}
+    assert to_chroma(docs, collection, embed) == 2 * per_note == collection.count()  # a rerun updates
+    once = _collection(tmp_path, "once")
+    assert to_chroma(docs, once, embed, dedupe=True) == per_note == once.count()

@@ -102,7 +102,9 @@ def test_other_attributes_are_kept_and_unserializable_ones_rejected(tmp_path):
     record = chunk_records(doc, "annotations")[0]
     assert record["label"] == "HP" and record["attributes"] == {"hpo_id": "HP:0001250"}
     span = doc.spans["annotations"][0]
-    span._.clin_hpo_label = {1, 2}  # a set: JSON cannot hold it
+    span._.clin_hpo_label = {2, 1}  # a set: a sorted list in records
+    assert chunk_records(doc, "annotations")[0]["attributes"]["hpo_label"] == [1, 2]
+    span._.clin_hpo_label = object()  # nothing JSON can hold: one clear line naming the field
     with pytest.raises(RecordError, match=r"field 'attributes' is not JSON-serializable"):
         write_records([doc], "records", tmp_path / "out.jsonl", "annotations")
 
@@ -279,3 +281,30 @@ def test_records_read_only_what_the_pipeline_sets_and_lose_nothing(flagship_docs
     assert fields_written(custom) is None
     record = chunk_records(custom("Fever."), fields=fields_written(custom))[0]
     assert record["attributes"] == {"hpo_id": "HP:0000001"}
+
+
+def test_cli_ids_are_unique_over_the_inputs_however_the_paths_are_given(tmp_path, capsys, monkeypatch):
+    """Two files of the same name in two folders: ids relative to the common root of the
+    inputs (``ward3/discharge``, ``ward5/discharge``), given relative, absolute or through ``..``."""
+    note = "HISTORY:\nShe denies fever or chills. Mild cough for three days.\n"
+    for ward in ("ward3", "ward5"):
+        (tmp_path / ward).mkdir()
+        (tmp_path / ward / "discharge.txt").write_text(note, encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "ward3")
+    for paths in (["../ward3/discharge.txt", "../ward5/discharge.txt"],
+                  [str(tmp_path / "ward3" / "discharge.txt"), "../ward5/discharge.txt"],
+                  ["discharge.txt", str(tmp_path / "ward5")]):
+        assert main(["chunk", *paths, "--strategy", "assertion", "--format", "records"]) == 0
+        records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert sorted({r["doc_id"] for r in records}) == ["ward3/discharge", "ward5/discharge"], paths
+        assert len({r["id"] for r in records}) == len(records)
+    assert main(["chunk", "discharge.txt", "--strategy", "assertion", "--format", "records"]) == 0
+    assert {json.loads(line)["doc_id"] for line in capsys.readouterr().out.splitlines()} == {"discharge"}
+
+
+def test_write_records_gives_repeated_documents_ids_of_their_own(nlp, tmp_path):
+    docs = [nlp("No fever. Mild cough."), nlp("No fever. Mild cough.")]
+    assert write_records(docs, "records", tmp_path / "out.jsonl") == 2 * len(chunk_records(docs[0]))
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len({r["id"] for r in records}) == len(records)
+    assert sorted({r["doc_id"] for r in records}) == [records[0]["doc_id"], records[0]["doc_id"] + "#1"]

@@ -1,10 +1,12 @@
 """Reading documents for the CLI and corpus runs: .txt files, directories, JSON, JSONL, stdin.
 
-Document ids are unique per input: a ``.txt`` file's id is its path relative to the input
-root (the directory given, or the file's own folder when a file or glob is given), without
-the suffix, so ``a/note.txt`` and ``b/note.txt`` become ``a/note`` and ``b/note``. JSON and
-JSONL records keep their own ``id`` (or ``doc_id``); records without one get
-``<relative path>:<line or index>``.
+Document ids are unique over the whole input set: a file's id is its path relative to the
+common root of all the inputs (:func:`input_root`: the folder every directory, file and glob
+given lies in), without the suffix, however the paths were written (relative, absolute,
+``../``). ``ward3/discharge.txt ward5/discharge.txt`` become ``ward3/discharge`` and
+``ward5/discharge``; one file alone is its name (``discharge``); a directory's files are
+relative to it. A file given twice is read once. JSON and JSONL records keep their own
+``id`` (or ``doc_id``); records without one get ``<relative path>:<line or index>``.
 """
 import glob
 import json
@@ -12,7 +14,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 TEXT_SUFFIXES = {".txt", ".text"}
 JSONL_SUFFIXES = {".jsonl", ".ndjson"}
@@ -48,31 +50,49 @@ class InputFile:
         """Relative path without the suffix, with ``/`` separators on every OS."""
         if self.path == STDIN:
             return "stdin"
-        rel = os.path.relpath(self.path, self.root) if self.root else os.path.basename(self.path)
+        rel = os.path.relpath(os.path.abspath(self.path), self.root) if self.root else os.path.basename(self.path)
         return Path(rel).with_suffix("").as_posix()
 
 
 def expand_input_files(paths: Iterable[str]) -> List[InputFile]:
-    """Files to read, in a stable order, each with its id root: directories and globs expanded."""
-    found: List[InputFile] = []
+    """Files to read, in a stable order, each once, with the common root of all the inputs
+    (:func:`input_root`) as the root of its id: directories and globs expanded."""
+    found: List[Tuple[str, str]] = []  # (path as given, the folder it was given in)
     for raw in paths:
         if raw == STDIN:
-            found.append(InputFile(STDIN, ""))
+            found.append((STDIN, ""))
             continue
         path = Path(raw).expanduser()
         if path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in READ_SUFFIXES)
-            found.extend(InputFile(str(p), str(path)) for p in files)
+            found.extend((str(p), str(path)) for p in files)
         elif path.is_file():
-            found.append(InputFile(str(path), str(path.parent)))
+            found.append((str(path), str(path.parent)))
         elif any(ch in raw for ch in "*?["):
             matches = sorted(m for m in glob.glob(raw, recursive=True) if Path(m).is_file())
             if not matches:
                 raise InputError(f"no files match {raw}")
-            found.extend(InputFile(m, _glob_root(raw)) for m in matches)
+            found.extend((m, _glob_root(raw)) for m in matches)
         else:
             raise InputError(f"no such file or directory: {raw}")
-    return found
+    root = input_root([folder for path, folder in found if path != STDIN])
+    unique: Dict[str, InputFile] = {}
+    for path, _ in found:
+        key = path if path == STDIN else os.path.abspath(path)
+        unique.setdefault(key, InputFile(path, "" if path == STDIN else root))
+    return list(unique.values())
+
+
+def input_root(folders: Sequence[str]) -> str:
+    """The one helper for document ids: the deepest folder all input ``folders`` lie in
+    (absolute; ``""`` for none). Ids are paths relative to it (:attr:`InputFile.base_id`)."""
+    if not folders:
+        return ""
+    absolute = [os.path.abspath(folder or ".") for folder in folders]
+    try:
+        return os.path.commonpath(absolute)
+    except ValueError:  # Windows: folders on different drives share no root
+        return ""
 
 
 def _glob_root(pattern: str) -> str:

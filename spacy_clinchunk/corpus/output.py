@@ -48,9 +48,17 @@ def record_line(doc, doc_id: str, spans_key: str, fields=None) -> str:
     """One JSON line for one document: the single serialization of CLI and corpus records.
 
     ``fields`` (``export.records.fields_written`` of the pipeline) limits the extension values read."""
-    from ..export.records import doc_to_record
+    from ..export.records import RecordError, doc_to_record
 
-    return _ENCODER.encode(doc_to_record(doc, spans_key, doc_id=doc_id, fields=fields)) + "\n"
+    record = doc_to_record(doc, spans_key, doc_id=doc_id, fields=fields)
+    try:
+        return _ENCODER.encode(record) + "\n"
+    except (TypeError, ValueError) as err:  # a value no host conversion knows (export.host_values)
+        raise RecordError(f"document {doc_id}: a value is not JSON-serializable ({first_line(err)})") from None
+
+
+def first_line(err: BaseException) -> str:
+    return next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
 
 
 class ShardWriter:
@@ -98,7 +106,14 @@ class DocBinWriter(ShardWriter):
         self.docbin = DocBin(store_user_data=True)
 
     def add(self, doc, doc_id: str) -> int:
-        self.docbin.add(doc)
+        """Add the doc; one whose values msgpack cannot hold is taken out again and refused."""
+        before = len(self.docbin.tokens)
+        try:
+            self.docbin.add(doc)
+        except Exception:  # DocBin appends field by field: leave it as it was
+            for name in ("tokens", "spaces", "flags", "cats", "user_data", "span_groups"):
+                del getattr(self.docbin, name)[before:]
+            raise
         return self.chunks(doc)
 
     def close(self) -> None:
@@ -182,18 +197,30 @@ class ShardFiles:
         self.seq = 0
 
     def add(self, doc_id: str, source: str, doc, error: Optional[str]) -> None:
+        """One document: its record, or an error entry (a record that cannot be written is
+        one too: the run goes on with the next document)."""
         try:
+            if error is None:
+                error = self._write(doc, doc_id)
             if error is not None:
                 self.errors.append(
                     {"id": doc_id, "source": source, "shard": self.shard.name, "seq": self.seq, "error": error}
                 )
-            else:
-                self.chunks += self.writer.add(doc, doc_id)
-                self.docs += 1
         except OSError as err:
             self.file.abort()
             raise disk_error(self.file.path, err) from err
         self.seq += 1
+
+    def _write(self, doc, doc_id: str) -> Optional[str]:
+        """Write one document's record; ``None``, or the one-line reason it cannot be written
+        (its error type and the serializer's first line: no note text)."""
+        try:
+            chunks = self.writer.add(doc, doc_id)
+        except (TypeError, ValueError, OverflowError) as err:
+            return f"{type(err).__name__}: {first_line(err)}"
+        self.chunks += chunks
+        self.docs += 1
+        return None
 
     def abort(self) -> None:
         self.file.abort()

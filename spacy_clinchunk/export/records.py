@@ -5,15 +5,16 @@
 from them, so every export carries the same fields. :func:`doc_to_record` is the
 older per-document shape the ``chunk`` CLI and corpus shards write as ``jsonl``.
 
+Values are plain JSON whatever the host pipeline left (medspaCy's ``Section``, its
+modifiers: :mod:`.host_values`); ids are distinct over one call (:class:`DocumentIds`).
+
 Records of the flagship carry their chunk's focus spans (``focus``: ``[{start, end, text}]``);
 ``index="focus"`` makes the focus spans the records instead, each with its chunk's id
 (``parent_id``) and the assertion ``clin_focus`` carried over from that chunk.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, TextIO, Tuple, Union
 
@@ -21,6 +22,8 @@ from spacy.tokens import Doc, Span
 
 from .. import attrs
 from ..fileio import make_private, open_private
+from .host_values import has_host_sections, host_section, plain_value, section_name
+from .ids import DocumentIds, document_id, record_ids
 
 # Record fields, in order. ``attributes`` holds any other extension value the pipeline set.
 RECORD_FIELDS = (
@@ -37,6 +40,7 @@ RECORD_FIELDS = (
     "assertion",
     "assertion_cues",
     "section",
+    "section_title",
     "focus",
     "context",
     "enriched_text",
@@ -53,19 +57,6 @@ INDEXES = ("chunks", "focus")
 
 class RecordError(ValueError):
     """A document or span group cannot be turned into records (message is one line)."""
-
-
-def document_id(doc: Doc) -> str:
-    """``Doc._.clin_doc_id``, or for a document without one ``doc-`` + a hash of its text (stable across reruns)."""
-    attrs.register_extensions()
-    if doc._.clin_doc_id is not None and str(doc._.clin_doc_id) != "":
-        return str(doc._.clin_doc_id)
-    return "doc-" + hashlib.sha1(doc.text.encode("utf-8")).hexdigest()[:16]
-
-
-def chunk_id(doc_id: str, start: int, end: int) -> str:
-    """Stable chunk id: document id plus character offsets."""
-    return f"{doc_id}:{start}-{end}"
 
 
 Fields = Optional[FrozenSet[str]]
@@ -115,7 +106,7 @@ def span_attributes(
     for field, name, default in extensions:
         value = getattr(underscore, name)
         if value is not None and value != default:
-            found[field] = value
+            found[field] = value if isinstance(value, (str, int, float)) else plain_value(value, span.doc)
     return found
 
 
@@ -129,7 +120,7 @@ def span_group(doc: Doc, spans_key: str) -> List[Span]:
 
 def chunk_records(
     doc: Doc, spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks", focus_key: str = attrs.FOCUS_KEY,
-    fields: Fields = None,
+    fields: Fields = None, doc_id: Optional[str] = None,
 ) -> List[Dict[str, Any]]:
     """One flat record per span of ``doc.spans[spans_key]`` (an empty group gives ``[]``).
 
@@ -137,14 +128,15 @@ def chunk_records(
     is dropped. ``focus`` lists the chunk's spans of ``doc.spans[focus_key]`` (its
     ``clin_focus_ids``). With ``index="focus"`` the records are those focus spans, each with
     ``parent_id``, the id of its chunk. ``fields`` (:func:`fields_written` of the pipeline)
-    limits the extension values read to those its components set.
+    limits the extension values read to those its components set; ``doc_id`` replaces the
+    document's own id (:class:`DocumentIds`).
     """
     if index not in INDEXES:
         raise RecordError(f"unknown index '{index}'; known: {', '.join(INDEXES)}")
     attrs.register_extensions()
-    doc_id = document_id(doc)
+    doc_id = doc_id if doc_id not in (None, "") else document_id(doc)
     chunks = span_group(doc, spans_key)
-    ids = _record_ids(doc_id, chunks)
+    ids = record_ids(doc_id, chunks)
     focus = list(doc.spans[focus_key]) if focus_key in doc.spans else []
     if index == "focus":
         if focus_key not in doc.spans:
@@ -152,23 +144,11 @@ def chunk_records(
         extensions = registered_extensions(doc.spans[focus_key], skip=("focus_of",), fields=fields)
         of = attrs.field_names(doc.spans[focus_key])["focus_of"]
         parents = [_parent(span, of, ids) for span in focus]
-        return _records(doc, doc_id, focus_key, focus, _record_ids(doc_id, focus), extensions, parents, None)
+        return _records(doc, doc_id, focus_key, focus, record_ids(doc_id, focus), extensions, parents, None)
     names = attrs.field_names(doc.spans[spans_key])
     extensions = registered_extensions(doc.spans[spans_key], fields=fields)
     links = names["focus_ids"] if focus and Span.has_extension(names["focus_ids"]) else None
     return _records(doc, doc_id, spans_key, chunks, ids, extensions, None, (focus, links))
-
-
-def _record_ids(doc_id: str, spans: List[Span]) -> List[str]:
-    """Stable ids of a group's spans (:func:`chunk_id`; a repeated span gets ``#1``, ``#2``, ...)."""
-    seen: Dict[str, int] = {}
-    ids = []
-    for span in spans:
-        base = chunk_id(doc_id, span.start_char, span.end_char)
-        repeat = seen.get(base, 0)
-        seen[base] = repeat + 1
-        ids.append(base if repeat == 0 else f"{base}#{repeat}")
-    return ids
 
 
 def _parent(span: Span, attribute: str, ids: List[str]) -> Optional[str]:
@@ -187,10 +167,12 @@ def _focus_list(underscore: Any, focus: List[Span], attribute: Optional[str]) ->
 def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_links) -> List[Dict[str, Any]]:
     source = doc._.clin_source
     source = None if source is None else str(source)
+    sectioned = has_host_sections(doc)
     records = []
     for number, span in enumerate(spans):
         underscore = span._
         set_values = span_attributes(span, extensions, underscore)
+        host_category, host_title = host_section(span) if sectioned else (None, None)
         records.append(
             {
                 "id": ids[number],
@@ -205,7 +187,8 @@ def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_link
                 "label": span.label_ or None,
                 "assertion": set_values.get("assertion"),
                 "assertion_cues": list(set_values.get("assertion_cues") or []),
-                "section": set_values.get("section"),
+                "section": section_name(set_values.get("section"), doc) or host_category,
+                "section_title": host_title,
                 "focus": [] if focus_links is None else _focus_list(underscore, *focus_links),
                 "context": set_values.get("context"),
                 "enriched_text": set_values.get("enriched_text"),
@@ -217,24 +200,52 @@ def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_link
 
 
 def iter_records(
-    docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks", focus_key: str = attrs.FOCUS_KEY,
-    fields: Fields = None,
+    docs: Iterable[Doc], spans_key: Optional[str] = attrs.CHUNKS_KEY, *, index: str = "chunks",
+    focus_key: str = attrs.FOCUS_KEY, fields: Fields = None, dedupe: bool = False,
 ) -> Iterator[Dict[str, Any]]:
+    """The records of ``docs`` in order, every id unique over the call (:class:`DocumentIds`;
+    ``dedupe=True`` leaves out a repeated document with the same id and text);
+    ``spans_key=None``: each document's :func:`default_chunks_key`."""
+    ids = DocumentIds(dedupe)
     for doc in docs:
-        yield from chunk_records(doc, spans_key, index=index, focus_key=focus_key, fields=fields)
+        doc_id = ids.take(doc)
+        if doc_id is not None:
+            key = default_chunks_key(doc) if spans_key is None else spans_key
+            yield from chunk_records(doc, key, index=index, focus_key=focus_key, fields=fields, doc_id=doc_id)
 
 
-def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None) -> Dict[str, Any]:
+def default_chunks_key(doc: Doc) -> str:
+    """The group a document's chunks are in when no ``spans_key`` is given: ``clin_chunks``
+    when the pipeline wrote it (the structural and flagship chains; ``contextual`` annotates
+    it), else ``clin_rag_chunks`` (``contextual_rag``'s windows), as the pipeline resolver
+    reads them (``ResolvedPipeline.chunks_key``); neither is the error naming the groups."""
+    for key in (attrs.CHUNKS_KEY, attrs.RAG_CHUNKS_KEY):
+        if key in doc.spans:
+            return key
+    present = ", ".join(sorted(doc.spans.keys())) or "none"
+    raise RecordError(
+        f"document has neither '{attrs.CHUNKS_KEY}' nor '{attrs.RAG_CHUNKS_KEY}' (groups: {present}); give spans_key"
+    )
+
+
+def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None, sectioned: bool = True) -> Dict[str, Any]:
     record: Dict[str, Any] = {"text": span.text, "start": span.start_char, "end": span.end_char}
     record.update(span_attributes(span, extensions))
+    if "section" in record:
+        record["section"] = section_name(record["section"], span.doc)
+    category, title = host_section(span) if sectioned else (None, None)
+    if category is not None:
+        record.setdefault("section", category)
+        record["section_title"] = title
     return record
 
 
 def _group_records(group: Any, ids: Optional[List[str]] = None, fields: Fields = None) -> List[Dict[str, Any]]:
     extensions = registered_extensions(group, fields=fields)
+    sectioned = has_host_sections(group.doc) if len(group) else False
     if ids is None:
-        return [span_record(s, extensions) for s in group]
-    return [{"id": i, **span_record(s, extensions)} for i, s in zip(ids, group)]
+        return [span_record(s, extensions, sectioned) for s in group]
+    return [{"id": i, **span_record(s, extensions, sectioned)} for i, s in zip(ids, group)]
 
 
 def doc_to_record(
@@ -242,7 +253,7 @@ def doc_to_record(
 ) -> Dict[str, Any]:
     """``{"id", "chunks": [{"id", "text", "start", "end", ...attributes}]}`` for one document.
 
-    Each chunk carries its stable id (:func:`chunk_id`, as in :func:`chunk_records`). Every span
+    Each chunk carries its stable id (:func:`.ids.chunk_id`, as in :func:`chunk_records`). Every span
     group the pipeline wrote besides ``spans_key`` is listed under ``groups``. ``fields``: as
     in :func:`chunk_records`.
     """
@@ -250,7 +261,7 @@ def doc_to_record(
     record: Dict[str, Any] = {"id": doc_id if doc_id is not None else doc._.clin_doc_id}
     if spans_key in doc.spans:
         group = doc.spans[spans_key]
-        ids = _record_ids(str(record["id"]) if record["id"] not in (None, "") else document_id(doc), list(group))
+        ids = record_ids(str(record["id"]) if record["id"] not in (None, "") else document_id(doc), list(group))
         record["chunks"] = _group_records(group, ids, fields)
     else:
         record["chunks"] = []
@@ -263,7 +274,7 @@ def doc_to_record(
             continue
         value = getattr(doc._, attrs.ext(name))
         if value is not None and value != default:
-            doc_extras[name] = value
+            doc_extras[name] = plain_value(value, doc)
     if doc_extras:
         record["doc"] = doc_extras
     return record
@@ -428,8 +439,10 @@ def write_records(
 ) -> int:
     """Write the records of ``docs`` (chunks, or their focus spans: ``index="focus"``) in ``fmt``
     to ``target``; returns the number written."""
-    sink = open_sink(fmt, target)
+    sink, ids, written = open_sink(fmt, target), DocumentIds(), 0
     try:
-        return sum(sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key)) for doc in docs)
+        for doc in docs:  # one document at a time: Parquet writes a row group per document
+            written += sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key, doc_id=ids.take(doc)))
+        return written
     finally:
         sink.close()

@@ -1,20 +1,24 @@
 """Chunks into vector stores: ChromaDB, with metadata a user can filter on.
 
-:func:`to_chroma` works for any span group. Each chunk is stored under its stable record
-id (document id + offsets), its ``enriched_text`` (or its text) is embedded with our own
+:func:`to_chroma` works for any span group (by default the document's chunks:
+:func:`default_chunks_key`). Each chunk is stored under its stable record id (document id +
+offsets, unique over the call), its ``enriched_text`` (or its text) is embedded with our own
 embedder (Chroma's default embedder downloads a model, so it is never used), and its
-record fields become metadata: ``assertion``, ``section``, ``doc_id``, ``source``,
-``start``/``end`` and the rest (see :func:`vector_metadata`).
+record fields become flat metadata: ``assertion``, ``section``, ``doc_id``, ``source``,
+``start``/``end`` and the rest (see :func:`vector_metadata`). LangChain and LlamaIndex take
+their metadata as it is in the record instead (:func:`adapter_metadata`): ``None`` left out,
+lists as lists.
 """
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc
 
 from .. import attrs
-from .records import RecordError, chunk_records, iter_records
+from .ids import DocumentIds
+from .records import RecordError, chunk_records, default_chunks_key, iter_records
 
 # the value stored for a chunk nobody assessed (vector stores refuse None)
 NO_ASSERTION = "unassessed"
@@ -74,13 +78,19 @@ def _scalar(chunk: Any, key: str, value: Any) -> Any:
     raise RecordError(f"chunk {chunk}: metadata '{key}' of type {type(value).__name__} cannot be stored")
 
 
+# record fields an adapter never copies into metadata: the text is the Document's / node's own
+# content (and ``enriched_text`` is its context plus that text)
+_NOT_METADATA = ("text", "enriched_text")
+
+
 def adapter_metadata(record: Dict[str, Any], source: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Metadata of one chunk for LangChain / LlamaIndex: the source document's own metadata,
-    unchanged, plus the record's fields as :func:`vector_metadata` stores them. Record fields
-    win a clash, except that a field the pipeline left unset never hides the source's value."""
+    unchanged, plus the record's fields as they are (lists as lists, no sentinels). A field
+    the pipeline left unset (``None``, or empty ``attributes``) is missing, never ``""`` or
+    ``-1``, and never hides the source's value; the chunk text is not repeated."""
     merged = dict(source or {})
-    for key, value in vector_metadata(record).items():
-        if key in merged and record.get(key) is None:
+    for key, value in record.items():
+        if key in _NOT_METADATA or value is None or (key == "attributes" and not value):
             continue
         merged[key] = value
     return merged
@@ -89,18 +99,28 @@ def adapter_metadata(record: Dict[str, Any], source: Optional[Dict[str, Any]] = 
 def load_nlp(pipeline: Any) -> Any:
     """An ``nlp`` from a ``Language``, a config / saved pipeline path or a strategy name
     (:func:`~spacy_clinchunk.pipeline.resolve_pipeline`)."""
+    return resolve_chunks(pipeline)[0]
+
+
+def resolve_chunks(pipeline: Any, spans_key: Optional[str] = None) -> Tuple[Any, str]:
+    """``(nlp, spans_key)``: the pipeline of :func:`load_nlp` and ``spans_key``, or when none
+    is given the group its chunks are in, as the resolver reads it from the loaded pipeline."""
     from ..pipeline import resolve_pipeline
 
-    return resolve_pipeline(pipeline).nlp
+    resolved = resolve_pipeline(pipeline)
+    return resolved.nlp, spans_key or resolved.chunks_key
 
 
 def chunk_texts_with_ids(
     nlp: Any, items: Iterable[Any], spans_key: str, batch_size: int = 32, index: str = "chunks",
-    focus_key: str = attrs.FOCUS_KEY,
+    focus_key: str = attrs.FOCUS_KEY, dedupe: bool = False,
 ) -> Iterable[List[Dict[str, Any]]]:
     """Records per ``(text, doc_id, source)`` item, in order (the adapters' one path): of the
-    chunks, or of their focus spans (``index="focus"``)."""
+    chunks, or of their focus spans (``index="focus"``). Ids are unique over the call
+    (:class:`~spacy_clinchunk.export.ids.DocumentIds`); ``dedupe=True`` gives ``[]`` for a
+    repeated item with the same id and text."""
     attrs.register_extensions()
+    ids = DocumentIds(dedupe)
 
     def docs() -> Iterable[Doc]:
         for text, doc_id, source in items:
@@ -110,17 +130,28 @@ def chunk_texts_with_ids(
             yield doc
 
     for doc in nlp.pipe(docs(), batch_size=batch_size):
-        yield chunk_records(doc, spans_key, index=index, focus_key=focus_key)
+        doc_id = ids.take(doc)
+        yield [] if doc_id is None else chunk_records(doc, spans_key, index=index, focus_key=focus_key, doc_id=doc_id)
 
 
 def default_embedder() -> Any:
     """``spacy_clinchunk.SentenceTransformerEmbedder.v1`` with its defaults (bundled MiniLM, shared model cache)."""
+    return offline_embedder()
+
+
+def offline_embedder(embedder: Any = None, model: Optional[str] = None, device: str = "auto") -> Any:
+    """``embedder`` as given, else ``spacy_clinchunk.SentenceTransformerEmbedder.v1`` of ``model``
+    (default: the bundled MiniLM, from disk) on ``device``: what the framework embedders wrap."""
+    if embedder is not None:
+        return embedder
     from ..embed.embedders import sentence_transformer_embedder_v1
 
-    return sentence_transformer_embedder_v1()
+    return sentence_transformer_embedder_v1(model=model, device=device)
 
 
-def _vectors(embedder: Any, texts: List[str]) -> List[List[float]]:
+def embed_texts(embedder: Any, texts: List[str]) -> List[List[float]]:
+    """Vectors of ``texts`` as lists of floats from any embedder: a callable, one with
+    ``embed`` or with ``encode`` (ours)."""
     if callable(embedder):
         raw = embedder(texts)
     elif hasattr(embedder, "embed"):
@@ -135,10 +166,11 @@ def to_chroma(
     collection: Any,
     embedder: Optional[Any] = None,
     *,
-    spans_key: str = attrs.RAG_CHUNKS_KEY,
+    spans_key: Optional[str] = None,
     batch_size: int = 64,
     index: str = "chunks",
     focus_key: str = attrs.FOCUS_KEY,
+    dedupe: bool = False,
 ) -> int:
     """Upsert every chunk of ``spans_key`` into a Chroma ``collection``; returns the number stored.
 
@@ -147,34 +179,38 @@ def to_chroma(
     ``collection.query(..., where={"assertion": {"$ne": "negated"}})`` leaves negated
     findings out. ``embedder`` maps texts to vectors (one of our embedders or any
     callable); ``None`` uses :func:`default_embedder`. Ids are the stable record ids, so
-    re-exporting a note updates it. A document without the group is an error.
-    ``index="focus"`` stores the chunks' focus spans instead (``clin_focus``), each with its
-    chunk's id as ``parent_id`` in the metadata.
+    re-exporting a note updates it; a repeated document (two identical notes without ids)
+    gets ids of its own (``<doc id>#1``), or with ``dedupe=True`` is stored once, and no
+    batch ever holds an id twice, so the upsert never fails on duplicates. ``spans_key``:
+    by default each document's chunks (:func:`default_chunks_key`); a document without the
+    group is an error. ``index="focus"`` stores the chunks' focus spans instead
+    (``clin_focus``), each with its chunk's id as ``parent_id`` in the metadata.
     """
     embed = embedder if embedder is not None else default_embedder()
-    batch: List[Dict[str, Any]] = []
+    batch: Dict[str, Dict[str, Any]] = {}  # id -> record: a repeated id keeps its last record
     added = 0
 
     def flush() -> int:
         if not batch:
             return 0
-        texts = [r["enriched_text"] or r["text"] for r in batch]
+        records = list(batch.values())
+        texts = [r["enriched_text"] or r["text"] for r in records]
         collection.upsert(
-            ids=[r["id"] for r in batch],
+            ids=[r["id"] for r in records],
             documents=texts,
-            metadatas=[vector_metadata(r) for r in batch],
-            embeddings=_vectors(embed, texts),
+            metadatas=[vector_metadata(r) for r in records],
+            embeddings=embed_texts(embed, texts),
         )
-        count = len(batch)
         batch.clear()
-        return count
+        return len(records)
 
-    for record in iter_records(docs, spans_key, index=index, focus_key=focus_key):
-        batch.append(record)
+    for record in iter_records(docs, spans_key, index=index, focus_key=focus_key, dedupe=dedupe):
+        batch[record["id"]] = record
         if len(batch) >= batch_size:
             added += flush()
     added += flush()
     return added
+
 
 
 def query_chroma(
@@ -183,9 +219,10 @@ def query_chroma(
     """Query with the same embedder the chunks were added with; ``where`` filters on metadata."""
     embed = embedder if embedder is not None else default_embedder()
     kwargs = {"where": where} if where else {}
-    return collection.query(query_embeddings=_vectors(embed, [text]), n_results=n_results, **kwargs)
+    return collection.query(query_embeddings=embed_texts(embed, [text]), n_results=n_results, **kwargs)
 
 
 __all__: Sequence[str] = (
-    "to_records", "to_chroma", "query_chroma", "vector_metadata", "adapter_metadata", "default_embedder", "NO_ASSERTION"
+    "to_records", "to_chroma", "query_chroma", "vector_metadata", "adapter_metadata", "default_embedder",
+    "default_chunks_key", "embed_texts", "offline_embedder", "resolve_chunks", "NO_ASSERTION",
 )
