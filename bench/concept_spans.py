@@ -1,6 +1,6 @@
 """Learned concept spans (configs/training/concept_spans.cfg) beside the rules, with bench/retrieval.py's measures.
 
-    python bench/concept_spans.py --run /tmp/clinchunk_concepts/half [--thresholds 0.3,0.4,0.5]
+    python bench/concept_spans.py --run /tmp/clinchunk_concepts/half [--thresholds 0.2,0.3,0.4,0.5]
                                   [--speed MODEL_DIR] [--cache F.npz]
 
 ``--run`` is a folder written by ``scripts/train_concept_spans.py half|cv``: its ``test_docs``
@@ -96,7 +96,7 @@ def speed(model: Path, docs: Sequence[rb.Document]) -> Tuple[float, float]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", type=Path, required=True, help="folder of scripts/train_concept_spans.py")
-    parser.add_argument("--thresholds", default="0.3,0.4,0.5")
+    parser.add_argument("--thresholds", default="0.2,0.3,0.4,0.5")
     parser.add_argument("--threshold", type=float, default=0.4, help="the learned spans the combinations use")
     parser.add_argument("--speed", type=Path, help="a trained model folder: add its words/s and memory")
     parser.add_argument("--cache", type=Path)

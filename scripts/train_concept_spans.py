@@ -4,6 +4,7 @@
     python scripts/train_concept_spans.py half   [--data DIR] --out DIR      # train on half A, predict half B
     python scripts/train_concept_spans.py cv     [--data DIR] --out DIR [--folds 5] [--epochs N]
     python scripts/train_concept_spans.py build  [--data DIR] --out DIR      # every document (make concept-spans)
+    python scripts/train_concept_spans.py predict --model MODEL --out DIR    # again, on DIR/test_docs
 
 Why grouped: near-duplicate texts on both sides of a split let a model score what it has
 memorised. Documents are grouped by their ``source`` field and, inside one source, by shared
@@ -164,13 +165,21 @@ def run_parts(out: Path, parts: List[tuple], seed: int, epochs: int) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["split", "half", "cv", "build"])
+    parser.add_argument("mode", choices=["split", "half", "cv", "build", "predict"])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=0, help="override the config's max_epochs")
+    parser.add_argument("--model", type=Path, help="predict: a trained pipeline (model-best or model-last)")
     args = parser.parse_args(argv)
+    if args.mode == "predict":
+        predicted: dict = {}
+        scores: dict = {}
+        predict(args.model, sorted((args.out / "test_docs").glob("*.json")), predicted, scores)
+        write_private(args.out / "predicted.json", predicted)
+        write_private(args.out / "scores.json", scores)
+        return 0
     files = sorted(args.data.glob("*.json"))
     if len(files) < 4:
         print(f"error: fewer than 4 annotated documents (*.json) in {args.data}", file=sys.stderr)

@@ -93,11 +93,15 @@ def test_to_disk_and_spacy_load_reproduce_spans_and_probabilities(trained, tmp_p
 @pytest.mark.slow
 @pytest.mark.parametrize("text", ["", "   \n\n  ", "fever", "Пациент жалуется на боль. 患者は発熱した。 🙂🙂"])
 def test_empty_whitespace_tiny_and_unknown_script_docs_give_exact_groups(trained, text):
+    """An empty doc gives an empty group (spacy-transformers' own listener fails on it); any
+    other text, whitespace included, gives spans of its tokens (threshold 0: every token is a
+    candidate start and end), exact and within the text."""
     nlp = spacy.load(trained)
     doc = nlp(text)
     assert KEY in doc.spans
     offsets = exact_offsets(doc)
-    assert offsets == [] if not text.strip() else all(0 <= s < e <= len(text) for s, e in offsets)
+    assert all(0 <= s < e <= len(text) for s, e in offsets)
+    assert (offsets == []) == (text == "")
 
 
 @pytest.mark.slow
@@ -109,3 +113,13 @@ def test_long_notes_and_many_wordpiece_words_keep_exact_offsets(trained):
     assert doc._.trf_data.model_output.last_hidden_state.shape[0] > 1  # strided spans
     offsets = exact_offsets(doc)
     assert all(0 <= s < e <= len(text) for s, e in offsets)
+
+
+@pytest.mark.slow
+def test_a_batch_mixing_empty_and_real_docs_gives_each_its_own_exact_group(trained):
+    nlp = spacy.load(trained)
+    texts = ["", SENTENCE, "", "fever"]
+    docs = list(nlp.pipe(texts, batch_size=4))
+    assert [doc.text for doc in docs] == texts
+    assert [exact_offsets(doc) for doc in docs] == [exact_offsets(nlp(text)) for text in texts]
+    assert exact_offsets(docs[0]) == [] == exact_offsets(docs[2])
