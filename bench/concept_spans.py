@@ -17,6 +17,8 @@ of these documents only, so compare rows of one table):
   ("aplastic or hypoplastic nails") and overlaps a learned span, kept whole;
 * ``retrieval [clin_focus] + learned``: both indexed together.
 
+``--late`` scores ``punct_conj_cleaned`` and ``retrieval`` again with late-chunked vectors (one
+document-level pass of the bundled MiniLM, each chunk the mean of its tokens there).
 ``--speed MODEL_DIR`` adds words/s (one pass of ``nlp.pipe`` over the test documents, torch on 2
 threads) and the peak resident memory of a fresh process that loads and runs the model.
 """
@@ -29,6 +31,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
 
 import common  # noqa: F401  (offline environment first)
 import retrieval as rb
@@ -79,6 +83,23 @@ def learned_focus(text: str, chunks: List[Range], focus: List[Range], links: Lis
     return sorted(result)
 
 
+def late_vectors(docs: Sequence[rb.Document], rows: Sequence[rb.Row], embedder) -> List[np.ndarray]:
+    """Per row, one vector per chunk: the mean of the token vectors of one document-level pass
+    (the bundled MiniLM, long documents in overlapping pieces) whose tokens start inside the
+    chunk, normalised; a chunk with no token start inside gets the vector of its text alone."""
+    passes = embedder.token_vectors([d.text for d in docs])
+    out = []
+    for row in rows:
+        vectors = []
+        for doc, chunks, (offsets, tokens) in zip(docs, row.chunks, passes):
+            for start, end in chunks:
+                inside = (offsets[:, 0] >= start) & (offsets[:, 0] < end) if len(offsets) else np.zeros(0, bool)
+                vector = tokens[inside].mean(axis=0) if inside.any() else embedder.encode([doc.text[start:end]])[0]
+                vectors.append(vector / max(float(np.linalg.norm(vector)), 1e-12))
+        out.append(np.asarray(vectors, dtype=np.float32).reshape(-1, 384))
+    return out
+
+
 def speed(model: Path, docs: Sequence[rb.Document]) -> Tuple[float, float]:
     """Words/s and peak RSS (MB) of a fresh process that loads ``model`` and runs it on ``docs``."""
     code = (
@@ -93,6 +114,17 @@ def speed(model: Path, docs: Sequence[rb.Document]) -> Tuple[float, float]:
     return words_per_s, rss
 
 
+def late_table(docs: Sequence[rb.Document], rows: List[rb.Row], cache: rb.EmbeddingCache) -> int:
+    """The rows with each chunk's text embedded alone, then with late-chunked vectors."""
+    results = [(row, rb.measure(row, docs, cache, 5), rb.structure_scores(row, docs)) for row in rows]
+    for row, vectors in zip(rows, late_vectors(docs, rows, cache.embedder)):
+        late = rb.Row(f"{row.name}, late-chunked vectors", row.chunks)
+        results.append((late, rb.measure(late, docs, cache, 5, vectors), rb.structure_scores(late, docs)))
+    cache.save()
+    print(rb.table(results, 5))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", type=Path, required=True, help="folder of scripts/train_concept_spans.py")
@@ -100,11 +132,14 @@ def main(argv=None) -> int:
     parser.add_argument("--threshold", type=float, default=0.4, help="the learned spans the combinations use")
     parser.add_argument("--speed", type=Path, help="a trained model folder: add its words/s and memory")
     parser.add_argument("--cache", type=Path)
+    parser.add_argument("--late", action="store_true", help="only the late-chunked rows (and their plain twins)")
     args = parser.parse_args(argv)
     docs = rb.load_documents(args.run / "test_docs")
     scores: Dict[str, dict] = json.loads((args.run / "scores.json").read_text(encoding="utf-8"))
     cache = rb.EmbeddingCache(args.cache)
     rows = [rb.build_row("punct_conj_cleaned", docs, 1), rb.build_row("retrieval", docs, 1), rb.evidence_row(docs)]
+    if args.late:
+        return late_table(docs, rows[:2], cache)
     for t in (float(x) for x in args.thresholds.split(",")):
         for nearest in (False, True):
             name = f"learned (t={t:.2f}, {'nearest' if nearest else 'all pairs'})"
