@@ -202,7 +202,10 @@ class Measures:
     acc_hits: List[List[float]]  # per doc, per touching chunk
 
 
-def measure(row: Row, docs: Sequence[Document], cache: EmbeddingCache, k: int) -> Measures:
+def measure(row: Row, docs: Sequence[Document], cache: EmbeddingCache, k: int,
+            vectors: Optional[np.ndarray] = None) -> Measures:
+    """``vectors``: one per chunk in row order (late-chunked), instead of each chunk's text
+    embedded alone; identical strings then differ, so every chunk is its own tie group."""
     labels = sorted({a.label for d in docs for a in d.annotations if a.label.lower() not in NO_LABEL})
     label_index = {label: i for i, label in enumerate(labels)}
     label_vectors = cache(labels)
@@ -210,9 +213,10 @@ def measure(row: Row, docs: Sequence[Document], cache: EmbeddingCache, k: int) -
     for number, (doc, chunks) in enumerate(zip(docs, row.chunks)):
         flat.extend((number, r, doc.text[r[0]:r[1]]) for r in chunks)
     strings = [t for _, _, t in flat]
-    chunk_vectors = cache(strings)
+    chunk_vectors = cache(strings) if vectors is None else vectors
     string_ids: Dict[str, int] = {}
-    group = np.array([string_ids.setdefault(t, len(string_ids)) for t in strings], dtype=np.int64)
+    group = (np.array([string_ids.setdefault(t, len(string_ids)) for t in strings], dtype=np.int64)
+             if vectors is None else np.arange(len(flat), dtype=np.int64))
     doc_of = np.array([n for n, _, _ in flat], dtype=np.int64)
     starts = np.array([r[0] for _, r, _ in flat], dtype=np.int64)
     ends = np.array([r[1] for _, r, _ in flat], dtype=np.int64)

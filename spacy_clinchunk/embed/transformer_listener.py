@@ -150,3 +150,33 @@ def transformer_model_v1(
         grad_scaler_config=grad_scaler_config or {},
     )
 
+
+
+@registry.architectures("spacy_clinchunk.TransformerTok2Vec.v1")
+def transformer_tok2vec_v1(pooling: Any, grad_factor: float = 1.0, upstream: str = "*") -> Any:
+    """spacy-transformers' ``TransformerListener.v1`` that also takes a batch of empty docs.
+
+    The upstream listener fails on a batch whose docs are all empty (it concatenates no
+    arrays), as ``nlp("")`` sends; here such a batch gets one ``(0, width)`` array per doc
+    without calling it. Any other batch, and all of training, goes through unchanged, and the
+    weights are the listener's own (``grad_factor`` 1.0 fine-tunes the transformer).
+    """
+    try:
+        from spacy_transformers.architectures import transformer_listener_tok2vec_v1
+    except ImportError as err:
+        raise EmbedderError(
+            "spacy_clinchunk.TransformerTok2Vec.v1 needs spacy-transformers: pip install 'spacy-clinchunk[transformers]'"
+        ) from err
+    from thinc.api import Model
+
+    inner = transformer_listener_tok2vec_v1(pooling, grad_factor, upstream)
+    model = Model("clin_transformer_tok2vec", _empty_safe_forward, layers=[inner], refs={"listener": inner.get_ref("listener")})
+    return model
+
+
+def _empty_safe_forward(model: Any, docs: List[Doc], is_train: bool) -> Any:
+    inner = model.layers[0]
+    if is_train or any(len(doc) for doc in docs):
+        return inner(docs, is_train)
+    width = model.get_ref("listener").get_dim("nO")
+    return [model.ops.alloc2f(0, width) for _ in docs], lambda d_outputs: []

@@ -1,0 +1,167 @@
+"""Learned concept spans (configs/training/concept_spans.cfg) beside the rules, with bench/retrieval.py's measures.
+
+    python bench/concept_spans.py --run /tmp/clinchunk_concepts/half [--thresholds 0.2,0.3,0.4,0.5]
+                                  [--speed MODEL_DIR] [--cache F.npz]
+
+``--run`` is a folder written by ``scripts/train_concept_spans.py half|cv``: its ``test_docs``
+are the documents scored (they were never trained on), ``scores.json`` the per-token start and
+end probabilities of the model. Rows, all on the same documents (Pass@5 ranks over the chunks
+of these documents only, so compare rows of one table):
+
+* ``punct_conj_cleaned``, ``retrieval [clin_focus]`` and the annotations' own spans;
+* ``learned (t=T, all pairs)``: spaCy span_finder's decoding at threshold T (every start with
+  every end within ``max_length``); ``learned (t=T, nearest)``: each start with its nearest end;
+* ``learned focus, rules fallback``: per clause chunk of ``retrieval``, the learned spans that
+  overlap it, or its rule focus spans where the model found none;
+* ``... + coordination whole``: the same, plus each rule focus span that holds a coordination
+  ("aplastic or hypoplastic nails") and overlaps a learned span, kept whole;
+* ``retrieval [clin_focus] + learned``: both indexed together.
+
+``--late`` scores ``punct_conj_cleaned`` and ``retrieval`` again with late-chunked vectors (one
+document-level pass of the bundled MiniLM, each chunk the mean of its tokens there).
+``--speed MODEL_DIR`` adds words/s (one pass of ``nlp.pipe`` over the test documents, torch on 2
+threads) and the peak resident memory of a fresh process that loads and runs the model.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+import common  # noqa: F401  (offline environment first)
+import retrieval as rb
+
+Range = Tuple[int, int]
+COORDINATION = re.compile(r"\b(?:and|or|nor)\b|,|/", re.IGNORECASE)
+MAX_LENGTH = 8  # the config's span_finder max_length (tokens)
+
+
+def decode(score: dict, threshold: float, nearest: bool) -> List[Range]:
+    """Spans from per-token start/end probabilities, as span_finder decodes them or nearest-end."""
+    tokens = score["tokens"]
+    starts = [i for i, p in enumerate(score["start"]) if p >= threshold]
+    ends = [i for i, p in enumerate(score["end"]) if p >= threshold]
+    spans = set()
+    for s in starts:
+        following = [e for e in ends if s <= e < s + MAX_LENGTH]
+        for e in following[:1] if nearest else following:
+            spans.add((tokens[s][0], tokens[e][1]))
+    return sorted(spans)
+
+
+def rule_groups(docs: Sequence[rb.Document]) -> Tuple[List[List[Range]], List[List[Range]], List[List[List[int]]]]:
+    """Clause chunks, focus spans and each chunk's focus indices of the ``retrieval`` strategy."""
+    from spacy_clinchunk.pipeline import load_pipeline
+
+    nlp = load_pipeline(str(rb.ROOT / "configs" / "retrieval.cfg"))
+    chunks, focus, links = [], [], []
+    for doc in nlp.pipe(d.text for d in docs):
+        chunks.append([(s.start_char, s.end_char) for s in doc.spans["clin_chunks"]])
+        focus.append([(s.start_char, s.end_char) for s in doc.spans["clin_focus"]])
+        links.append([list(s._.clin_focus_ids) for s in doc.spans["clin_chunks"]])
+    return chunks, focus, links
+
+
+def learned_focus(text: str, chunks: List[Range], focus: List[Range], links: List[List[int]],
+                  learned: List[Range], keep_coordination: bool) -> List[Range]:
+    """Learned spans as each chunk's focus; its rule focus spans where the model found none."""
+    result = set(learned)
+    for chunk, ids in zip(chunks, links):
+        inside = [r for r in learned if rb.overlaps(r, chunk)]
+        rules = [focus[i] for i in ids]
+        if not inside:
+            result.update(rules)
+        elif keep_coordination:
+            result.update(r for r in rules if COORDINATION.search(text[r[0]:r[1]]) and
+                          any(rb.overlaps(r, s) for s in inside))
+    return sorted(result)
+
+
+def late_vectors(docs: Sequence[rb.Document], rows: Sequence[rb.Row], embedder) -> List[np.ndarray]:
+    """Per row, one vector per chunk: the mean of the token vectors of one document-level pass
+    (the bundled MiniLM, long documents in overlapping pieces) whose tokens start inside the
+    chunk, normalised; a chunk with no token start inside gets the vector of its text alone."""
+    passes = embedder.token_vectors([d.text for d in docs])
+    out = []
+    for row in rows:
+        vectors = []
+        for doc, chunks, (offsets, tokens) in zip(docs, row.chunks, passes):
+            for start, end in chunks:
+                inside = (offsets[:, 0] >= start) & (offsets[:, 0] < end) if len(offsets) else np.zeros(0, bool)
+                vector = tokens[inside].mean(axis=0) if inside.any() else embedder.encode([doc.text[start:end]])[0]
+                vectors.append(vector / max(float(np.linalg.norm(vector)), 1e-12))
+        out.append(np.asarray(vectors, dtype=np.float32).reshape(-1, 384))
+    return out
+
+
+def speed(model: Path, docs: Sequence[rb.Document]) -> Tuple[float, float]:
+    """Words/s and peak RSS (MB) of a fresh process that loads ``model`` and runs it on ``docs``."""
+    code = (
+        "import json,resource,sys,time,torch,spacy; torch.set_num_threads(2)\n"
+        "texts=json.load(sys.stdin); nlp=spacy.load(sys.argv[1]); list(nlp.pipe(texts[:2]))\n"
+        "t=time.perf_counter(); list(nlp.pipe(texts)); s=time.perf_counter()-t\n"
+        "print(json.dumps([sum(len(x.split()) for x in texts)/s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(model)], input=json.dumps([d.text for d in docs]),
+                         capture_output=True, text=True, check=True).stdout
+    words_per_s, rss = json.loads(out.strip().splitlines()[-1])
+    return words_per_s, rss
+
+
+def late_table(docs: Sequence[rb.Document], rows: List[rb.Row], cache: rb.EmbeddingCache) -> int:
+    """The rows with each chunk's text embedded alone, then with late-chunked vectors."""
+    results = [(row, rb.measure(row, docs, cache, 5), rb.structure_scores(row, docs)) for row in rows]
+    for row, vectors in zip(rows, late_vectors(docs, rows, cache.embedder)):
+        late = rb.Row(f"{row.name}, late-chunked vectors", row.chunks)
+        results.append((late, rb.measure(late, docs, cache, 5, vectors), rb.structure_scores(late, docs)))
+    cache.save()
+    print(rb.table(results, 5))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", type=Path, required=True, help="folder of scripts/train_concept_spans.py")
+    parser.add_argument("--thresholds", default="0.2,0.3,0.4,0.5")
+    parser.add_argument("--threshold", type=float, default=0.4, help="the learned spans the combinations use")
+    parser.add_argument("--speed", type=Path, help="a trained model folder: add its words/s and memory")
+    parser.add_argument("--cache", type=Path)
+    parser.add_argument("--late", action="store_true", help="only the late-chunked rows (and their plain twins)")
+    args = parser.parse_args(argv)
+    docs = rb.load_documents(args.run / "test_docs")
+    scores: Dict[str, dict] = json.loads((args.run / "scores.json").read_text(encoding="utf-8"))
+    cache = rb.EmbeddingCache(args.cache)
+    rows = [rb.build_row("punct_conj_cleaned", docs, 1), rb.build_row("retrieval", docs, 1), rb.evidence_row(docs)]
+    if args.late:
+        return late_table(docs, rows[:2], cache)
+    for t in (float(x) for x in args.thresholds.split(",")):
+        for nearest in (False, True):
+            name = f"learned (t={t:.2f}, {'nearest' if nearest else 'all pairs'})"
+            rows.append(rb.Row(name, [decode(scores[d.doc_id], t, nearest) for d in docs]))
+    learned = [decode(scores[d.doc_id], args.threshold, True) for d in docs]
+    chunks, focus, links = rule_groups(docs)
+    for keep in (False, True):
+        name = f"learned focus (t={args.threshold:.2f}), rules fallback" + (" + coordination whole" if keep else "")
+        rows.append(rb.Row(name, [learned_focus(d.text, c, f, k, lr, keep)
+                                  for d, c, f, k, lr in zip(docs, chunks, focus, links, learned)]))
+    rows.append(rb.Row(f"retrieval [clin_focus] + learned (t={args.threshold:.2f})",
+                       [sorted(set(f) | set(lr)) for f, lr in zip(focus, learned)]))
+    results = [(row, rb.measure(row, docs, cache, 5), rb.structure_scores(row, docs)) for row in rows]
+    cache.save()
+    print(f"{len(docs)} test documents, {sum(len(d.annotations) for d in docs)} annotations, "
+          f"{sum(len(d.text.split()) for d in docs)} words")
+    print(rb.table(results, 5))
+    if args.speed:
+        words_per_s, rss = speed(args.speed, docs)
+        print(f"model {args.speed}: {words_per_s:,.0f} words/s (one pass, 2 torch threads), peak RSS {rss:,.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

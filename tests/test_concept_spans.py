@@ -1,0 +1,125 @@
+"""configs/training/concept_spans.cfg: span_finder fine-tuned over a spacy-transformers backbone.
+
+The backbone here is a TINY BERT (one layer, width 32, random weights) built in the test with
+the bundled MiniLM's tokenizer, so that training takes a few seconds: the loading, offsets and
+round trips are the same code paths as with the full MiniLM (make concept-spans). Runs in the
+[transformers] venv (make test-transformers); skipped where spacy-transformers is missing.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+import spacy
+
+from conftest import CONFIG_DIR, EXAMPLE_NOTE, SAMPLE_JSON
+
+KEY = "annotations"  # the training config's spans_key
+SENTENCE = "A syndrome of brachydactyly, aplastic or hypoplastic nails and craniosynostosis."
+
+
+@pytest.fixture(scope="module")
+def tiny_backbone(tmp_path_factory):
+    """A one-layer BERT with random weights and the bundled MiniLM's wordpiece tokenizer."""
+    pytest.importorskip("spacy_transformers", reason="spacy-clinchunk[transformers] not installed")
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from spacy_clinchunk.embed.embedders import resolve_model
+
+    folder = tmp_path_factory.mktemp("tiny_bert")
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("all-MiniLM-L6-v2"))
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=512)
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_backbone, tmp_path_factory):
+    """The training config, a few steps on the shipped annotated sample (3 train, 1 dev)."""
+    base = tmp_path_factory.mktemp("concept_spans")
+    files = sorted(SAMPLE_JSON.glob("*.json"))
+    assert len(files) >= 4
+    for name, part in (("train", files[:3]), ("dev", files[3:])):
+        (base / name).mkdir()
+        for file in part:
+            (base / name / file.name).symlink_to(file.resolve())
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy", "train", str(CONFIG_DIR / "training" / "concept_spans.cfg"),
+         "--output", str(base / "out"), "--paths.train", str(base / "train"), "--paths.dev", str(base / "dev"),
+         "--components.transformer.model.name", str(tiny_backbone), "--training.max_epochs", "3",
+         "--training.eval_frequency", "2", "--training.optimizer.learn_rate.initial_rate", "0.001",
+         "--components.span_finder.threshold", "0.0"],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "2"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return base / "out" / "model-last"
+
+
+def exact_offsets(doc, key=KEY):
+    spans = list(doc.spans[key])
+    for span in spans:
+        assert span.text == doc.text[span.start_char:span.end_char] and span.text
+    return sorted((s.start_char, s.end_char) for s in spans)
+
+
+@pytest.mark.slow
+def test_the_trained_pipeline_loads_from_any_folder_and_predicts_exact_spans(trained, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    nlp = spacy.load(trained)
+    assert nlp.pipe_names == ["transformer", "span_finder"]
+    offsets = exact_offsets(nlp(SENTENCE))
+    assert offsets  # threshold 0: every start pairs with every end within max_length
+    assert all(len(nlp(SENTENCE).char_span(s, e)) <= 8 for s, e in offsets)
+
+
+@pytest.mark.slow
+def test_to_disk_and_spacy_load_reproduce_spans_and_probabilities(trained, tmp_path):
+    import numpy as np
+
+    nlp = spacy.load(trained)
+    texts = [SENTENCE, EXAMPLE_NOTE.read_text(encoding="utf-8")]
+    expected = [exact_offsets(doc) for doc in nlp.pipe(texts)]
+    scores = nlp.get_pipe("span_finder").model.predict([nlp(SENTENCE)])
+    nlp.to_disk(tmp_path / "again")
+    reloaded = spacy.load(tmp_path / "again")
+    assert [exact_offsets(doc) for doc in reloaded.pipe(texts)] == expected
+    again = reloaded.get_pipe("span_finder").model.predict([reloaded(SENTENCE)])
+    assert np.allclose(scores, again, atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", ["", "   \n\n  ", "fever", "Пациент жалуется на боль. 患者は発熱した。 🙂🙂"])
+def test_empty_whitespace_tiny_and_unknown_script_docs_give_exact_groups(trained, text):
+    """An empty doc gives an empty group (spacy-transformers' own listener fails on it); any
+    other text, whitespace included, gives spans of its tokens (threshold 0: every token is a
+    candidate start and end), exact and within the text."""
+    nlp = spacy.load(trained)
+    doc = nlp(text)
+    assert KEY in doc.spans
+    offsets = exact_offsets(doc)
+    assert all(0 <= s < e <= len(text) for s, e in offsets)
+    assert (offsets == []) == (text == "")
+
+
+@pytest.mark.slow
+def test_long_notes_and_many_wordpiece_words_keep_exact_offsets(trained):
+    nlp = spacy.load(trained)
+    long_word = "pseudopseudohypoparathyroidismlike" * 6  # one token, dozens of wordpieces
+    text = " ".join([f"Patient has {long_word} and aplastic nails since birth"] * 80) + "."
+    doc = nlp(text)
+    assert doc._.trf_data.model_output.last_hidden_state.shape[0] > 1  # strided spans
+    offsets = exact_offsets(doc)
+    assert all(0 <= s < e <= len(text) for s, e in offsets)
+
+
+@pytest.mark.slow
+def test_a_batch_mixing_empty_and_real_docs_gives_each_its_own_exact_group(trained):
+    nlp = spacy.load(trained)
+    texts = ["", SENTENCE, "", "fever"]
+    docs = list(nlp.pipe(texts, batch_size=4))
+    assert [doc.text for doc in docs] == texts
+    assert [exact_offsets(doc) for doc in docs] == [exact_offsets(nlp(text)) for text in texts]
+    assert exact_offsets(docs[0]) == [] == exact_offsets(docs[2])
