@@ -116,6 +116,7 @@ def run_corpus(
     nlp, spec, config_hash = load_spec(config_or_path, overrides, lang, stage_settings, code, max_length)
     load_seconds = round(time.time() - loading, 3)
     spans_key = opts.spans_key or spec.chunks_key
+    _check_spans_key(nlp, spans_key)
     out = OutputSpec(str(Path(output_dir).resolve()), opts.fmt, spans_key, config_hash, opts.file_mode)
     with OutputLock(out.path, opts.file_mode):
         remove_leftovers(out.path)
@@ -169,6 +170,15 @@ def run_corpus(
         worker_stats=stats.get("workers", {}),
         startup_seconds=stats.get("startup_seconds", 0.0),
     )
+
+
+def _check_spans_key(nlp, spans_key: str) -> None:
+    """A group the pipeline does not write would give shards of empty documents: refuse it."""
+    from ..pipeline import span_keys_of
+
+    written, _ = span_keys_of(nlp)
+    if written and spans_key not in written:
+        raise CorpusError(f"spans key '{spans_key}': the pipeline writes no such group (it writes {', '.join(written)})")
 
 
 def schedule(shards: Sequence[Shard]) -> List[Shard]:
