@@ -431,3 +431,7 @@ def test_a_rerun_with_documents_still_failed_exits_non_zero_and_says_how_many(tm
     again = capsys.readouterr().err
     assert "(1 already done), 0 errors (1 in all shards)" in again, again
     assert again.splitlines()[-1].startswith("error: 1 document(s) failed; see ") and "errors.jsonl" in again
+    assert cli_main([*command, "--encoding", "latin-1"]) == 0  # read as Latin-1: that shard is redone
+    fixed = capsys.readouterr().err
+    assert ", 0 errors," in fixed and "in all shards" not in fixed
+    assert read_output(out)["old"]["chunks"][0]["text"] == "Fièvre"

@@ -274,8 +274,6 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     if args.paths == ["-"] or "-" in args.paths:
         raise CLIError("corpus runs read files, directories or globs, not stdin")
     _input_files(args.paths)
-    if encoding_of(args) != "utf-8":
-        raise CLIError("corpus runs read UTF-8; give --encoding to a run without --engine, or convert the notes first")
     workers = args.workers if args.workers is not None else (2 if args.engine == "ray" else 1)
     options = CorpusOptions(
         batch_size=args.batch_size,
@@ -285,6 +283,7 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES,
         resume=not args.no_resume,
         file_mode=_file_mode(args),
+        encoding=encoding_of(args),
     )
     # Ray's console chatter is the application's to quiet: the CLI asks for WARNING
     ray = RayOptions(

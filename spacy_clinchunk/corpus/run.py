@@ -1,4 +1,5 @@
 """``run_corpus``: plan shards, skip finished ones, dispatch to an engine, record the run."""
+import codecs
 import logging
 import time
 from dataclasses import dataclass, field, fields, replace
@@ -36,6 +37,7 @@ class CorpusOptions:
     split_bytes: int = DEFAULT_SPLIT_BYTES  # JSONL files larger than this are split into sub-shards
     resume: bool = True  # skip shards finished with the same config and inputs
     file_mode: int = DEFAULT_FILE_MODE  # of every file written; 0o600: owner-only (clinical text)
+    encoding: str = "utf-8"  # of the input notes (latin-1, cp1252 for older exports)
 
 
 @dataclass
@@ -76,6 +78,10 @@ def make_options(options: Optional[CorpusOptions], settings: Dict[str, Any]) -> 
     merged = replace(options or CorpusOptions(), **settings)
     if merged.fmt not in FORMATS:
         raise CorpusError(f"unknown format '{merged.fmt}'; choose {' or '.join(FORMATS)}")
+    try:
+        merged.encoding = codecs.lookup(merged.encoding).name
+    except LookupError as err:
+        raise CorpusError(f"unknown encoding {merged.encoding!r} (e.g. utf-8, latin-1, cp1252)") from err
     return merged
 
 
@@ -112,6 +118,8 @@ def run_corpus(
     started = time.time()
     check_output_dir(output_dir, opts.file_mode)
     shards = plan_shards(inputs, opts.shard_size, opts.split_bytes)
+    for shard in shards:
+        shard.encoding = opts.encoding
     loading = time.time()
     nlp, spec, config_hash = load_spec(config_or_path, overrides, lang, stage_settings, code, max_length)
     load_seconds = round(time.time() - loading, 3)
