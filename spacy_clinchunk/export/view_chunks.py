@@ -121,16 +121,22 @@ def _marked_text(span: Span, cues: Sequence[Tuple[int, int, Dict[str, Any]]], fo
     ranges += [(max(f.start_char, span.start_char), min(f.end_char, span.end_char), "focus", "focus span") for f in focus]
     ranges = [r for r in ranges if r[0] < r[1]]
     cuts = sorted({span.start_char, span.end_char, *(r[0] for r in ranges), *(r[1] for r in ranges)})
-    parts = []
+    pieces: List[Tuple[int, int, Tuple[str, ...], Tuple[str, ...]]] = []
     for lo, hi in zip(cuts, cuts[1:]):
         covering = [r for r in ranges if r[0] <= lo and hi <= r[1]]
+        classes = tuple(sorted({r[2] for r in covering}))
+        titles = tuple(dict.fromkeys(r[3] for r in covering))
+        if pieces and pieces[-1][2] == classes:  # one mark per run of the same kind
+            pieces[-1] = (pieces[-1][0], hi, classes, tuple(dict.fromkeys(pieces[-1][3] + titles)))
+        else:
+            pieces.append((lo, hi, classes, titles))
+    parts = []
+    for lo, hi, classes, titles in pieces:
         piece = html.escape(text[lo:hi])
-        if not covering:
-            parts.append(piece)
-            continue
-        classes = " ".join(sorted({r[2] for r in covering}))
-        title = html.escape(", ".join(dict.fromkeys(r[3] for r in covering)), quote=True)
-        parts.append(f'<mark class="{classes}" title="{title}">{piece}</mark>')
+        if classes:
+            title = html.escape(", ".join(titles), quote=True)
+            piece = f'<mark class="{" ".join(classes)}" title="{title}">{piece}</mark>'
+        parts.append(piece)
     return "".join(parts)
 
 
