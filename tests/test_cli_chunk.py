@@ -468,6 +468,8 @@ def test_code_loads_custom_components_in_a_single_run(custom, tmp_path):
     assert page.read_text(encoding="utf-8").count('class="chunk ') == 1
     missing = cli("-", "--config", config, "--code", tmp_path / "nope.py", stdin="fever")
     assert missing.returncode == 2 and missing.stderr == f"error: code file not found: {tmp_path / 'nope.py'}\n"
+    scored = run_cli("evaluate", "--config", config, "--code", tmp_path / "nope.py", "--data", tmp_path)
+    assert scored.returncode == 2 and "code file not found" in scored.stderr  # evaluate reads --code too
     corpus_only = cli("-", "--config", config, "--workers", "2", stdin="fever")
     assert corpus_only.stderr == "error: --workers needs --engine local|ray (a corpus run)\n"
 

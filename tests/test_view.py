@@ -149,7 +149,8 @@ def _stop(proc, signum=signal.SIGTERM):
     teardown (torch's alone takes seconds on a loaded machine)."""
     proc.send_signal(signum)
     try:
-        assert proc.wait(timeout=60) == 0
+        code = proc.wait(timeout=60)
+        assert code == 0, proc.stderr.read()[-2000:]
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -199,9 +200,8 @@ def _watch(page):
 
 
 def _detail(page):
-    return dict(page.locator("#detail dt").all_inner_texts() and zip(
-        page.locator("#detail dt").all_inner_texts(), page.locator("#detail dd").all_inner_texts()
-    ))
+    """The side panel's rows, ``{"Offsets": "740\u2013756 (16 characters)", ...}``."""
+    return dict(zip(page.locator("#detail dt").all_inner_texts(), page.locator("#detail dd").all_inner_texts()))
 
 
 @pytest.mark.slow

@@ -135,13 +135,17 @@ def serve(page: bytes, port: int = 0) -> None:
     def stop(signum: int, frame: Any) -> None:
         raise _Stop(signum)
 
-    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
-    print(f"serving http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)
-    try:
+    previous = {}
+    try:  # a signal may come the moment the address is printed: the handlers are inside the try
+        for number in (signal.SIGINT, signal.SIGTERM):
+            previous[number] = signal.signal(number, stop)
+        print(f"serving http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)
         server.serve_forever()
     except (_Stop, KeyboardInterrupt):
         pass
     finally:
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_IGN)  # a second signal must not cut the cleanup short
         server.server_close()
         for number, handler in previous.items():
             signal.signal(number, handler)

@@ -160,8 +160,8 @@ def chunk_html(span: Span, index: int, doc_id: str, focus: Sequence[Span] = (), 
         "noun": noun,
     }
     section = _value(span, attrs.ext("section"))
-    if section:
-        data["section"] = str(section)
+    if section:  # ours is a name; medspaCy's sectionizer sets a Section object with a category
+        data["section"] = str(getattr(section, "category", None) or section)
     described = [_describe_cue(c) for _, _, c in cues] + [_describe_cue(c) + " outside the chunk" for c in outside]
     if described:
         data["cues"] = "; ".join(described)
