@@ -423,3 +423,111 @@ def test_the_default_loads_and_runs_without_torch(source, tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.startswith("# discharge_summary_en: ") and "  [negated] cues: " in result.stdout
+
+
+# -- issue 28: --code, --encoding, missing groups, no output on failure ------------------------
+CODE = '''
+from spacy.language import Language
+
+
+@Language.component("test_first_chunk_only")
+def test_first_chunk_only(doc):
+    doc.spans["clin_chunks"] = list(doc.spans["clin_chunks"])[:1]
+    return doc
+'''
+CODE_CONFIG = """
+[nlp]
+lang = "en"
+pipeline = ["clin_conj_splitter", "test_first_chunk_only"]
+
+[components]
+
+[components.clin_conj_splitter]
+factory = "clin_conj_splitter"
+
+[components.test_first_chunk_only]
+factory = "test_first_chunk_only"
+"""
+
+
+@pytest.fixture
+def custom(tmp_path):
+    (tmp_path / "first_chunk_code.py").write_text(CODE, encoding="utf-8")
+    (tmp_path / "custom.cfg").write_text(CODE_CONFIG, encoding="utf-8")
+    return tmp_path / "first_chunk_code.py", tmp_path / "custom.cfg"
+
+
+def test_code_loads_custom_components_in_a_single_run(custom, tmp_path):
+    code, config = custom
+    result = cli("-", "--config", config, "--code", code, "--format", "jsonl", stdin="high fever but no rash")
+    assert result.returncode == 0, result.stderr
+    assert [c["text"] for c in records(result.stdout)[0]["chunks"]] == ["high fever"]  # the custom component ran
+    page = tmp_path / "view.html"
+    shown = run_cli("view", "-", "--config", config, "--code", code, "-o", page, stdin="high fever but no rash")
+    assert shown.returncode == 0, shown.stderr
+    assert page.read_text(encoding="utf-8").count('class="chunk ') == 1
+    missing = cli("-", "--config", config, "--code", tmp_path / "nope.py", stdin="fever")
+    assert missing.returncode == 2 and missing.stderr == f"error: code file not found: {tmp_path / 'nope.py'}\n"
+    scored = run_cli("evaluate", "--config", config, "--code", tmp_path / "nope.py", "--data", tmp_path)
+    assert scored.returncode == 2 and "code file not found" in scored.stderr  # evaluate reads --code too
+    corpus_only = cli("-", "--config", config, "--workers", "2", stdin="fever")
+    assert corpus_only.stderr == "error: --workers needs --engine local|ray (a corpus run)\n"
+
+
+def test_encoding_reads_latin1_and_the_error_names_the_usual_ones(tmp_path):
+    note = tmp_path / "old.txt"
+    note.write_bytes("Fièvre et toux.".encode("latin-1"))
+    refused = cli(note, "--config", CONFIG, "--format", "jsonl")
+    assert refused.returncode == 1 and refused.stdout == ""
+    first = refused.stderr.splitlines()[0]
+    assert "not valid UTF-8" in first and "--encoding latin-1" in first and "cp1252" in first
+    for encoding in ("latin-1", "cp1252"):
+        result = cli(note, "--config", CONFIG, "--format", "jsonl", "--encoding", encoding)
+        assert result.returncode == 0, result.stderr
+        assert records(result.stdout)[0]["chunks"][0]["text"].startswith("Fièvre")
+    jsonl = tmp_path / "old.jsonl"
+    jsonl.write_bytes(json.dumps({"id": "j", "text": "Fièvre"}, ensure_ascii=False).encode("cp1252") + b"\n")
+    assert "cp1252" in cli(jsonl, "--config", CONFIG).stderr
+    assert records(cli(jsonl, "--config", CONFIG, "--format", "jsonl", "--encoding", "cp1252").stdout)[0]["id"] == "j"
+    bad = cli(note, "--config", CONFIG, "--encoding", "klingon")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "'klingon'" in bad.stderr
+
+
+def test_a_spans_key_the_pipeline_never_writes_is_one_error_in_every_mode(tmp_path):
+    """A host pipeline whose components declare no groups: the group is looked for on the doc."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.config.to_disk(tmp_path / "host.cfg")
+    for extra in ([], ["--format", "jsonl"], ["--format", "records"]):
+        result = cli("-", "--config", tmp_path / "host.cfg", "--spans-key", "nosuch", *extra, stdin="Fever. Cough.")
+        assert result.returncode == 2 and result.stdout == "", (extra, result.stdout)
+        assert result.stderr.count("\n") == 1 and "'nosuch'" in result.stderr, result.stderr
+    corpus = tmp_path / "in"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text(SHORT, encoding="utf-8")
+    run = cli(corpus, "--strategy", "assertion", "--spans-key", "nosuch", "--engine", "local", "--output", tmp_path / "out")
+    assert run.returncode == 2 and run.stderr == (
+        "error: spans key 'nosuch': the pipeline writes no such group (it writes clin_chunks)\n"
+    )
+
+
+@pytest.mark.parametrize("fmt, name", [("jsonl", "out.jsonl"), ("table", "out.txt"), ("records", "out.jsonl"),
+                                       ("parquet", "out.parquet")])
+def test_a_failed_run_leaves_no_output_and_keeps_the_old_one(fmt, name, tmp_path):
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\xff\xfe broken")
+    target = tmp_path / "new" / name
+    failed = cli(bad, "--config", CONFIG, "--format", fmt, "--output", target)
+    assert failed.returncode == 1 and "nothing written" in failed.stderr
+    assert not target.exists() and not list(target.parent.iterdir())  # no empty file, no temp left
+    target.write_text("the previous run", encoding="utf-8")
+    assert cli(bad, "--config", CONFIG, "--format", fmt, "--output", target).returncode == 1
+    assert target.read_text(encoding="utf-8") == "the previous run"
+    good = tmp_path / "good.txt"
+    good.write_text(SEED, encoding="utf-8")
+    done = cli(good, bad, "--config", CONFIG, "--format", fmt, "--output", target)
+    assert done.returncode == 1  # one document failed, the other is written
+    assert target.stat().st_size > 0 and stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert sorted(p.name for p in target.parent.iterdir()) == [name]

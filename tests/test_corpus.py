@@ -387,7 +387,7 @@ def test_cli_corpus_mode_and_single_file_mode(corpus, tmp_path, capsys):
     assert cli_main(["chunk", str(inputs), "--config", str(STRUCTURAL), "--output", str(single), "--format", "jsonl"]) == 0
     assert sorted(json.loads(l)["id"] for l in single.read_text().splitlines()) == sorted(read_output(out))
     assert cli_main(["chunk", str(inputs), "--config", str(STRUCTURAL), "--workers", "2"]) == 2
-    assert "--workers need --engine" in capsys.readouterr().err
+    assert "--workers needs --engine" in capsys.readouterr().err
     assert cli_main(["chunk", str(inputs), "--config", str(STRUCTURAL), "--engine", "local"]) == 2
     assert "--engine needs --output" in capsys.readouterr().err
 
@@ -415,3 +415,23 @@ def test_workers_with_medspacy_imported_and_an_assertion_pipeline(tmp_path):
     assert "affirmed" in statuses and statuses <= {
         "affirmed", "negated", "normal", "uncertain", "historical", "hypothetical", "family"
     }
+
+
+def test_a_rerun_with_documents_still_failed_exits_non_zero_and_says_how_many(tmp_path, capsys):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "good.txt").write_text("Denies pain.", encoding="utf-8")
+    (inputs / "old.txt").write_bytes("Fi\xe8vre.".encode("latin-1"))
+    out = tmp_path / "out"
+    command = ["chunk", str(inputs), "--config", str(STRUCTURAL), "--output", str(out), "--engine", "local"]
+    assert cli_main(command) == 1
+    first = capsys.readouterr().err
+    assert ", 1 errors," in first and "error: 1 document(s) failed" in first
+    assert cli_main(command) == 1  # every shard is done: nothing reprocessed, the failure remains
+    again = capsys.readouterr().err
+    assert "(1 already done), 0 errors (1 in all shards)" in again, again
+    assert again.splitlines()[-1].startswith("error: 1 document(s) failed; see ") and "errors.jsonl" in again
+    assert cli_main([*command, "--encoding", "latin-1"]) == 0  # read as Latin-1: that shard is redone
+    fixed = capsys.readouterr().err
+    assert ", 0 errors," in fixed and "in all shards" not in fixed
+    assert read_output(out)["old"]["chunks"][0]["text"] == "Fièvre"

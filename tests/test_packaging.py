@@ -91,6 +91,7 @@ def test_wheel_ships_resources_and_runs_outside_the_source_tree(tmp_path):
     for lang in ("en", "de", "es", "fr", "nl"):
         assert f"spacy_clinchunk/resources/{lang}/abbreviations.json" in names
     assert "spacy_clinchunk/configs/punct_conj_cleaned.cfg" in names
+    assert {"spacy_clinchunk/export/view_static/view.js", "spacy_clinchunk/export/view_static/view.css"} <= set(names)
     # the trained span_finder strategy: every file of the saved pipeline directory
     model_dir = ROOT / "spacy_clinchunk" / "models" / "span_finder"
     shipped = sorted(p.relative_to(ROOT).as_posix() for p in model_dir.rglob("*") if p.is_file())

@@ -121,11 +121,17 @@ def test_cli_writes_an_owner_only_page(tmp_path, capsys):
     assert capsys.readouterr().err.strip().endswith("error: give --output FILE.html and/or --serve")
 
 
-def _start_server(args):
+def _ignore_sigint():
+    """What a background job of a non-interactive shell inherits (``nohup make test &``, CI runners)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _start_server(args, inherit_ignored_sigint=True):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "spacy_clinchunk", "view", str(NOTE), *args, "--serve", "--port", "0"],
         stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT),
+        preexec_fn=_ignore_sigint if inherit_ignored_sigint else None,
     )
     before = []
     for line in proc.stderr:
@@ -137,43 +143,79 @@ def _start_server(args):
     raise AssertionError(f"server did not start (exit {proc.returncode})")
 
 
-def _stop(proc):
-    """Ctrl-C ends the server with status 0. The wait is generous: once, on a loaded machine
-    (Python 3.13, load ~4), the exit took longer than 20 s."""
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=90) == 0
+def _stop(proc, signum=signal.SIGTERM):
+    """The server's own handlers end it at once, with status 0, whatever it inherited. Without
+    them a server that inherited SIGINT ignored never stops; the wait covers the interpreter's
+    teardown (torch's alone takes seconds on a loaded machine)."""
+    proc.send_signal(signum)
+    try:
+        code = proc.wait(timeout=60)
+        assert code == 0, proc.stderr.read()[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.mark.slow
-def test_serve_on_loopback_until_interrupted():
+def test_serve_on_loopback_answers_get_and_head_and_stops_on_sigterm_with_sigint_ignored():
     from urllib.error import HTTPError
-    from urllib.request import urlopen
+    from urllib.request import Request, urlopen
 
     proc, url = _start_server(["--strategy", "simple"])
     try:
         assert url.startswith("http://127.0.0.1:")
         with urlopen(url, timeout=10) as response:
             assert response.headers["Content-Type"].startswith("text/html")
-            assert 'class="chunk' in response.read().decode("utf-8")
+            body = response.read()
+            assert 'class="chunk' in body.decode("utf-8")
+        with urlopen(Request(url, method="HEAD"), timeout=10) as response:
+            assert response.status == 200 and response.read() == b""
+            assert int(response.headers["Content-Length"]) == len(body)
+            assert response.headers["Content-Type"] == "text/html; charset=utf-8"
         with pytest.raises(HTTPError):
             urlopen(url + "other", timeout=10)
     finally:
-        _stop(proc)
+        _stop(proc, signal.SIGTERM)
+
+
+@pytest.mark.slow
+def test_serve_stops_on_sigint_even_when_it_was_inherited_ignored():
+    proc, _ = _start_server(["--strategy", "simple"], inherit_ignored_sigint=True)
+    _stop(proc, signal.SIGINT)
+
+
+def _browser(playwright, tmp_path):
+    return playwright.chromium.launch_persistent_context(
+        str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
+    )
+
+
+def _watch(page):
+    """Console errors (a script the CSP blocked, a script error) collected as they come."""
+    problems = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    return problems
+
+
+def _detail(page):
+    """The side panel's rows, ``{"Offsets": "740\u2013756 (16 characters)", ...}``."""
+    return dict(zip(page.locator("#detail dt").all_inner_texts(), page.locator("#detail dd").all_inner_texts()))
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_page_in_headless_chromium(doc, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    proc, url = _start_server(["--strategy", "assertion"])
+    proc, url = _start_server(["--strategy", "assertion"], inherit_ignored_sigint=False)
     requests = []
     try:
         with playwright.sync_playwright() as p:
-            context = p.chromium.launch_persistent_context(
-                str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
-            )
+            context = _browser(p, tmp_path)
             try:
                 page = context.new_page()
+                problems = _watch(page)
                 context.on("request", lambda request: requests.append(request.url))
                 page.goto(url)
                 elements = page.locator(".chunk")
@@ -185,20 +227,127 @@ def test_page_in_headless_chromium(doc, tmp_path):
                 for index, text, css, start, end in found:
                     span = spans[int(index)]
                     assert text == span.text and (int(start), int(end)) == (span.start_char, span.end_char)
-                    assert css == f"chunk assertion-{span._.clin_assertion}"
+                    assert css.split()[:2] == ["chunk", f"assertion-{span._.clin_assertion}"]
                 negated = page.locator('.chunk[data-assertion="negated"]').first
                 colour = negated.evaluate("e => getComputedStyle(e).backgroundColor")
-                assert colour == "rgb(255, 201, 201)"  # ASSERTION_COLORS["negated"]
+                red, green, blue = (int(ASSERTION_COLORS["negated"][i : i + 2], 16) for i in (1, 3, 5))
+                assert colour == f"rgb({red}, {green}, {blue})"
                 shot = Path(os.environ.get("CLINCHUNK_VIEW_SCREENSHOT") or tmp_path / "view.png")
                 page.screenshot(path=str(shot))
                 assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-                page.set_content(render_html(_context_doc(), "windows"))  # the LLM context shows on hover
-                page.locator(".chunk").first.hover()
-                shown = page.locator(".chunk").first.evaluate("e => getComputedStyle(e, '::after').content")
-                assert shown == '"Cardiology note <follow-up>"'
+                assert problems == [], problems  # the script ran under the page's own CSP
             finally:
                 context.close()
     finally:
         _stop(proc)
     off_machine = [u for u in requests if not u.startswith(url)]
     assert requests and not off_machine, off_machine
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_detail_panel_filter_search_and_keyboard_in_headless_chromium(doc, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    spans = list(doc.spans["clin_chunks"])
+    with playwright.sync_playwright() as p:
+        context = _browser(p, tmp_path)
+        try:
+            page = context.new_page()
+            problems = _watch(page)
+            page.set_content(render_html(doc, title="discharge_summary_en.txt"))
+            # hover: offsets, section, status in words and cues
+            target = next(i for i, s in enumerate(spans) if s._.clin_assertion == "negated" and s._.clin_section)
+            span = spans[target]
+            page.locator(f"#chunk-{target}").hover()
+            shown = _detail(page)
+            assert shown["Offsets"].startswith(f"{span.start_char}\u2013{span.end_char}")
+            assert shown["Section"] == str(span._.clin_section)
+            assert shown["Status"] == "negated: stated absent or ruled out"
+            assert span._.clin_assertion_cues[0]["text"] in shown["Cues"]
+            # headers are styled as headers, not as affirmed chunks
+            header = page.locator('.chunk[data-kind="header"]').first
+            assert header.inner_text() == "DISCHARGE SUMMARY"
+            assert header.evaluate("e => getComputedStyle(e).backgroundColor") == "rgba(0, 0, 0, 0)"
+            assert header.evaluate("e => getComputedStyle(e).fontWeight") == "700"
+            # click selects (the panel stays on it while the pointer moves on), click again releases
+            page.locator(f"#chunk-{target}").click()
+            page.locator("#chunk-0").hover()
+            assert page.locator("#detail h2").inner_text() == f"Chunk {target} (selected)"
+            assert page.locator(f"#chunk-{target}").get_attribute("aria-pressed") == "true"
+            page.keyboard.press("Escape")
+            assert page.locator(".chunk.selected").count() == 0
+            # keyboard: Tab reaches the filters, the search box and the chunks; Enter and Space select
+            page.locator("#search").focus()
+            page.keyboard.press("Shift+Tab")
+            assert page.evaluate("document.activeElement.value") == "header"  # the last filter box
+            page.keyboard.press("Tab")
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.id") == "clear"
+            page.keyboard.press("Tab")
+            focused = page.evaluate("document.activeElement.id")
+            assert focused == "chunk-0", focused
+            assert _detail(page)["Offsets"].startswith(f"{spans[0].start_char}\u2013")  # focus shows the details
+            page.keyboard.press("Enter")
+            assert page.locator("#chunk-0").get_attribute("aria-pressed") == "true"
+            page.keyboard.press("Space")
+            assert page.locator("#chunk-0").get_attribute("aria-pressed") == "false"
+            # filter by status: negated chunks lose their colour and leave the tab order
+            page.locator('.filter input[value="negated"]').uncheck()
+            negated = sum(1 for s in spans if s._.clin_assertion == "negated" and "header" != _kind(page, s))
+            assert page.locator(".chunk.filtered").count() == negated > 0
+            assert page.locator('.chunk.filtered[data-assertion="affirmed"]').count() == 0
+            assert page.locator("#match-count").inner_text() == f"{len(spans) - negated} of {len(spans)} shown"
+            page.locator('.filter input[value="negated"]').check()
+            # search: matching chunks stand out, the rest dim; Esc in the box clears it
+            page.locator("#search").fill("seizure")
+            hits = sum(1 for s in spans if "seizure" in s.text.lower())
+            assert page.locator(".chunk.match").count() >= hits > 0
+            assert page.locator(".chunk.dim").count() == len(spans) - page.locator(".chunk.match").count()
+            page.keyboard.press("Escape")
+            assert page.locator("#search").input_value() == "" and page.locator(".chunk.dim").count() == 0
+            assert problems == [], problems
+        finally:
+            context.close()
+
+
+def _kind(page, span):
+    return page.locator(f'.chunk[data-start="{span.start_char}"][data-end="{span.end_char}"]').first.get_attribute("data-kind")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_focus_spans_inside_their_chunks_and_window_context_in_the_panel(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    from spacy_clinchunk.export.vectorstores import load_nlp
+
+    focus_doc = load_nlp("retrieval")(NOTE.read_text(encoding="utf-8"))
+    chunks, focus = list(focus_doc.spans["clin_chunks"]), list(focus_doc.spans["clin_focus"])
+    with playwright.sync_playwright() as p:
+        context = _browser(p, tmp_path)
+        try:
+            page = context.new_page()
+            problems = _watch(page)
+            for key in ("clin_focus", "clin_chunks"):  # either group: the chunks, the focus marked inside
+                page.set_content(render_html(focus_doc, key))
+                assert page.locator(".chunk").count() == len(chunks)
+                assert "affirmed" not in page.locator(".legend").inner_text()
+                assert "No assertion status is set on these chunks" in page.locator(".legend").inner_text()
+                marked = page.locator(".chunk").evaluate_all(
+                    "cs => cs.map(c => Array.from(c.querySelectorAll('mark.focus')).map(m => m.textContent).join('').length)"
+                )
+                for chunk, length in zip(chunks, marked):  # every character of its focus spans, and no other
+                    covered = {i for n in chunk._.clin_focus_ids or () for i in range(focus[n].start_char, focus[n].end_char)}
+                    assert length == len(covered & set(range(chunk.start_char, chunk.end_char)))
+                assert sum(marked) > 0
+            with_focus = next(i for i, c in enumerate(chunks) if c._.clin_focus_ids)
+            page.locator(f"#chunk-{with_focus}").hover()
+            first = focus[chunks[with_focus]._.clin_focus_ids[0]]
+            assert f"'{first.text}' {first.start_char}-{first.end_char}" in _detail(page)["Focus"]
+            page.set_content(render_html(_context_doc(), "windows"))  # RAG windows: context in the side panel
+            assert "windows" in page.locator(".legend").inner_text()
+            page.locator(".chunk").first.click()
+            assert _detail(page)["Context"] == "Cardiology note <follow-up>"
+            assert page.locator("#detail h2").inner_text() == "Window 0 (selected)"
+            assert problems == [], problems
+        finally:
+            context.close()

@@ -1,14 +1,13 @@
 """``chunk``: run a pipeline over documents and print or write their chunks."""
 import argparse
 import logging
-import os
 import sys
-from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
 
 from .. import attrs
 from . import CLIError
-from .source import add_source_arguments, parse_overrides, pick_source, resolve
+from .output import PendingOutput
+from .source import add_encoding_argument, add_source_arguments, encoding_of, parse_overrides, pick_source, resolve
 
 DEFAULT_STRATEGY = "default"
 # CLI flag -> component setting; applied to every stage that has the setting
@@ -52,6 +51,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--output", "-o", default=None, help="write here instead of stdout (with --engine: the output directory)"
     )
+    add_encoding_argument(parser)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--window-size", type=int, default=None, help="semantic window size (words)")
     parser.add_argument("--step-size", type=int, default=None, help="semantic window step (words)")
@@ -78,7 +78,6 @@ def add_parser(subparsers: Any) -> None:
     corpus.add_argument(
         "--split-bytes", type=int, default=None, help="JSONL files larger than this become sub-shards (default 8 MiB)"
     )
-    corpus.add_argument("--code", default=None, help="Python file with custom components, imported in every worker")
     corpus.add_argument("--no-resume", action="store_true", help="reprocess shards that are already done")
     corpus.add_argument("--connect-timeout", type=float, default=10.0, help="seconds to wait for a Ray address")
     parser.set_defaults(func=run)
@@ -88,7 +87,7 @@ def stage_overrides(args: argparse.Namespace) -> Dict[str, Any]:
     return {setting: getattr(args, flag) for flag, setting in STAGE_FLAGS.items() if getattr(args, flag) is not None}
 
 
-CORPUS_ONLY = ("workers", "ray_address", "gpus_per_worker", "shard_size", "split_bytes", "code")
+CORPUS_ONLY = ("workers", "ray_address", "gpus_per_worker", "shard_size", "split_bytes")
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
@@ -96,7 +95,8 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
         return run_corpus_command(args, extra)
     given = [f"--{name.replace('_', '-')}" for name in CORPUS_ONLY if getattr(args, name) is not None]
     if given:
-        raise CLIError(f"{', '.join(given)} need --engine local|ray (a corpus run)")
+        verb = "needs" if len(given) == 1 else "need"
+        raise CLIError(f"{', '.join(given)} {verb} --engine local|ray (a corpus run)")
     if args.format == "docbin":
         raise CLIError("--format docbin needs --engine local|ray and an output directory")
     from ..export.records import RECORD_FORMATS
@@ -105,6 +105,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     if args.index is not None and args.format not in RECORD_FORMATS:
         raise CLIError(f"--index goes with --format {' | '.join(RECORD_FORMATS)}, not {args.format}")
     files = _input_files(args.paths)
+    args.encoding = encoding_of(args)
     asked = args.spans_key
     resolved = resolve(args, extra, DEFAULT_STRATEGY, stage_overrides(args))
     nlp = resolved.nlp
@@ -119,39 +120,57 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     fields = fields_written(nlp)  # records read only what the components set
     if args.index == "focus" and focus_key is None:
         raise CLIError(f"--index focus needs clin_focus on the chunks of '{args.spans_key}'; this pipeline has none")
-    sink = _record_sink(args)
-    out = _open_output(args.output, _file_mode(args)) if sink is None else None
-    failures = docs_read = 0
-    usages = []  # Doc._.clin_llm_usage of clin_llm_context, summed at the end
+    output = PendingOutput(args.output, _file_mode(args), as_path=args.format in ("parquet", "hf"))
+    counts = {"read": 0, "failed": 0, "written": 0}
+    usages: List[Dict[str, Any]] = []  # Doc._.clin_llm_usage of clin_llm_context, summed at the end
     try:
-        progress = _progress(args, files)
-        for item, doc, error in process(nlp, files, args.batch_size):
-            docs_read += 1
-            if progress is not None:
-                progress.update(1)
-            if error is not None:
-                failures += 1
-                print(f"error: {item.id}: {error}", file=sys.stderr)
-                continue
+        sink = _record_sink(args, output)
+        try:
+            _chunk_files(args, nlp, files, sink, output.stream, focus_key, fields, counts, usages)
+        finally:
             if sink is not None:
-                _write_records(sink, doc, args.spans_key, args.index or "chunks", focus_key, fields)
-            else:
-                write_doc(out, args.format, item.id, doc, args.spans_key, focus_key, fields)
-            if doc.has_extension("clin_llm_usage") and doc._.clin_llm_usage:
-                usages.append(doc._.clin_llm_usage)
-    finally:
-        if sink is not None:
-            sink.close()
-        if out is not None and out is not sys.stdout:
-            out.close()
-    if not docs_read:
+                sink.close()
+    except BaseException:
+        output.abort()
+        raise
+    if counts["written"]:
+        output.commit()
+    else:
+        output.abort()
+    if not counts["read"]:
         raise CLIError(f"no input documents in {' '.join(args.paths)}")
     if usages:
         _print_llm_usage(usages)
-    if failures:
-        print(f"error: {failures} document(s) failed", file=sys.stderr)
+    if counts["failed"]:
+        unwritten = f"; nothing written to {args.output}" if args.output and not counts["written"] else ""
+        print(f"error: {counts['failed']} document(s) failed{unwritten}", file=sys.stderr)
         return 1
     return 0
+
+
+def _chunk_files(args, nlp, files, sink, out, focus_key, fields, counts, usages) -> None:
+    """Chunk every input document and write it; ``counts`` and ``usages`` tell what happened."""
+    progress = _progress(args, files)
+    for item, doc, error in process(nlp, files, args.batch_size, args.encoding):
+        counts["read"] += 1
+        if progress is not None:
+            progress.update(1)
+        if error is not None:
+            counts["failed"] += 1
+            print(f"error: {item.id}: {error}", file=sys.stderr)
+            continue
+        if args.spans_key not in doc.spans:  # a pipeline that declares no groups (a host's own components)
+            present = ", ".join(sorted(doc.spans.keys())) or "none"
+            raise CLIError(f"--spans-key '{args.spans_key}': the pipeline wrote no such group (it wrote: {present})")
+        if sink is not None:
+            _write_records(sink, doc, args.spans_key, args.index or "chunks", focus_key, fields)
+        else:
+            write_doc(out, args.format, item.id, doc, args.spans_key, focus_key, fields)
+        counts["written"] += 1
+        if doc.has_extension("clin_llm_usage") and doc._.clin_llm_usage:
+            usages.append(doc._.clin_llm_usage)
+    if progress is not None:
+        progress.close()
 
 
 def _input_files(paths: List[str]):
@@ -188,14 +207,15 @@ def _progress(args: argparse.Namespace, files: List[Any]):
     return tqdm(unit="doc", file=sys.stderr, desc="chunking")
 
 
-def _record_sink(args: argparse.Namespace):
-    """A chunk-record writer (records.RECORD_FORMATS) when ``--format`` names one, else None."""
+def _record_sink(args: argparse.Namespace, output: PendingOutput):
+    """A chunk-record writer (records.RECORD_FORMATS) when ``--format`` names one, else None;
+    it writes to the pending output (a temp file or path), never to the target itself."""
     from ..export.records import RECORD_FORMATS, RecordError, open_sink
 
     if args.format not in RECORD_FORMATS:
         return None
     try:
-        return open_sink(args.format, args.output)
+        return open_sink(args.format, output.path if output.path is not None else output.stream)
     except (RecordError, OSError) as err:
         raise CLIError(str(err)) from err
 
@@ -209,26 +229,14 @@ def _write_records(sink, doc, spans_key: str, index: str, focus_key: Optional[st
         raise CLIError(str(err)) from err
 
 
-def _open_output(path: Optional[str], mode: int) -> TextIO:
-    """The output file, created with ``mode`` (owner-only by default: it holds note text)."""
-    if path is None:
-        return sys.stdout
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, mode)
-        return os.fdopen(fd, "w", encoding="utf-8")
-    except OSError as err:
-        raise CLIError(f"cannot write {path}: {err.strerror or err}") from err
-
-
-def process(nlp, files: Iterable[Any], batch_size: int) -> Iterator[Tuple[Any, Any, Optional[str]]]:
+def process(
+    nlp, files: Iterable[Any], batch_size: int, encoding: str = "utf-8"
+) -> Iterator[Tuple[Any, Any, Optional[str]]]:
     """Yield ``(item, doc, error)`` with the corpus runs' own processing and error handling."""
     from ..corpus.processing import process_items
     from ..corpus.inputs import read_file
 
-    docs = (doc for file in files for doc in read_file(file))
+    docs = (doc for file in files for doc in read_file(file, encoding))
     yield from process_items(nlp, docs, batch_size=batch_size)
 
 
@@ -275,6 +283,7 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES,
         resume=not args.no_resume,
         file_mode=_file_mode(args),
+        encoding=encoding_of(args),
     )
     # Ray's console chatter is the application's to quiet: the CLI asks for WARNING
     ray = RayOptions(
@@ -301,13 +310,15 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         raise CLIError(str(err)) from err
     finally:
         bar.close()
+    failed = int(result.manifest.get("totals", {}).get("errors", result.errors))  # shards skipped as done too
+    earlier = f" ({failed} in all shards)" if failed != result.errors else ""
     print(
         f"{result.docs} docs in {len(result.processed)} shards ({len(result.skipped)} already done), "
-        f"{result.errors} errors, {result.seconds:.1f} s -> {result.output_dir}",
+        f"{result.errors} errors{earlier}, {result.seconds:.1f} s -> {result.output_dir}",
         file=sys.stderr,
     )
-    if result.errors:
-        print(f"error: {result.errors} document(s) failed; see {result.output_dir / 'errors.jsonl'}", file=sys.stderr)
+    if failed:
+        print(f"error: {failed} document(s) failed; see {result.output_dir / 'errors.jsonl'}", file=sys.stderr)
         return 1
     return 0
 

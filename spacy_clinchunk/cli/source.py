@@ -18,6 +18,39 @@ def add_source_arguments(parser: argparse.ArgumentParser, strategy_help: str, sp
         "auto detects each document's language for assertion (what the shipped configs do); default: the config's",
     )
     parser.add_argument("--spans-key", default=None, help=spans_key_help)
+    parser.add_argument(
+        "--code", default=None, help="Python file with custom components, imported before the pipeline loads "
+        "(and in every worker of a corpus run)"
+    )
+
+
+def add_encoding_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--encoding", default="utf-8",
+        help="text encoding of the input notes (default utf-8; older exports are often latin-1 or cp1252)",
+    )
+
+
+def encoding_of(args: argparse.Namespace) -> str:
+    """``--encoding`` checked against Python's codecs: an unknown name is one line."""
+    import codecs
+
+    try:
+        return codecs.lookup(args.encoding).name
+    except LookupError as err:
+        raise CLIError(f"--encoding {args.encoding!r} is no known text encoding (e.g. utf-8, latin-1, cp1252)") from err
+
+
+def import_code(path: Optional[str]) -> None:
+    """Import ``--code`` (spaCy's option of that name) once; any failure is one line."""
+    from ..corpus.spec import CorpusError, import_code as import_file
+
+    try:
+        import_file(path)
+    except CorpusError as err:
+        raise CLIError(str(err)) from err
+    except Exception as err:  # the user's file: a syntax error, a missing import ...
+        raise CLIError(f"cannot import --code {path}: {type(err).__name__}: {err}") from err
 
 
 def parse_overrides(extra: List[str]) -> Dict[str, Any]:
@@ -74,6 +107,7 @@ def resolve(
     ``args.spans_key`` becomes the pipeline's chunks group unless it was given."""
     from ..pipeline import PipelineError, resolve_pipeline
 
+    import_code(getattr(args, "code", None))
     source = pick_source(args, default_strategy)
     overrides = parse_overrides(extra)
     try:

@@ -1,10 +1,11 @@
 """``view``: chunk one note and write (or serve on 127.0.0.1) a self-contained HTML page."""
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, List
 
 from . import CLIError
-from .source import add_source_arguments, resolve
+from .source import add_encoding_argument, add_source_arguments, encoding_of, resolve
 
 DEFAULT_STRATEGY = "assertion"
 
@@ -22,41 +23,56 @@ def add_parser(subparsers: Any) -> None:
         strategy_help="named pipeline instead of --config (default: assertion)",
         spans_key_help="span group to show (default: the group the pipeline writes its chunks to)",
     )
+    add_encoding_argument(parser)
     parser.add_argument("--output", "-o", default=None, help="write the page here (owner-only, 0600)")
-    parser.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 until Ctrl-C")
+    parser.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 until Ctrl-C or SIGTERM")
     parser.add_argument("--port", type=int, default=0, help="port for --serve (default: a free one)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
     from ..export.records import RecordError
-    from ..fileio import open_private
     from ..export.view import render_html
 
     if not args.output and not args.serve:
         raise CLIError("give --output FILE.html and/or --serve")
     doc = _chunk_note(args, extra)
     try:
-        page = render_html(doc, args.spans_key)
+        page = render_html(doc, args.spans_key, title=_title(args.note))
     except RecordError as err:
         raise CLIError(str(err)) from err
     if args.output:
-        try:
-            with open_private(args.output) as out:
-                out.write(page)
-        except OSError as err:
-            raise CLIError(f"cannot write {args.output}: {err.strerror or err}") from err
+        _write_page(args.output, page)
         print(f"wrote {args.output}", file=sys.stderr)
     if args.serve:
         serve(page.encode("utf-8"), args.port)
     return 0
 
 
+def _title(note: str) -> str:
+    """The page title: the note's file name, never the folders above it (they may name people or hosts)."""
+    return "stdin" if note == "-" else Path(note).name
+
+
+def _write_page(path: str, page: str) -> None:
+    """Owner-only (an existing page is narrowed too), in place only once complete."""
+    from ..fileio import PRIVATE_MODE
+    from .output import PendingOutput
+
+    output = PendingOutput(path, PRIVATE_MODE)
+    try:
+        output.stream.write(page)
+    except BaseException:
+        output.abort()
+        raise
+    output.commit()
+
+
 def _chunk_note(args: argparse.Namespace, extra: List[str]):
     from ..attrs import register_extensions
     from ..corpus.inputs import read_file
 
-    items = list(read_file(args.note))
+    items = list(read_file(args.note, encoding_of(args)))
     if len(items) != 1:
         raise CLIError(f"view shows one note; {args.note} holds {len(items)}")
     item = items[0]
@@ -70,35 +86,66 @@ def _chunk_note(args: argparse.Namespace, extra: List[str]):
     return nlp(doc)
 
 
+class _Stop(Exception):
+    """Raised by our SIGINT / SIGTERM handler to leave ``serve_forever``."""
+
+
 def serve(page: bytes, port: int = 0) -> None:
-    """Serve ``page`` at http://127.0.0.1:PORT/ until Ctrl-C (or SIGTERM)."""
+    """Serve ``page`` at http://127.0.0.1:PORT/ until SIGINT (Ctrl-C) or SIGTERM.
+
+    Both handlers are our own, installed here: a background job of a non-interactive shell
+    (``nohup make test &``, many CI runners) inherits SIGINT *ignored*, and Python then
+    installs no handler of its own for it.
+    """
     import signal
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            if self._headers_sent():
+                self.wfile.write(page)
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            self._headers_sent()
+
+        def _headers_sent(self) -> bool:
+            """The status line and headers; True when the page itself should follow."""
             if self.path.split("?")[0] not in ("/", "/index.html", "/view.html"):
                 self.send_error(404)
-                return
+                return False
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(page)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
-            self.wfile.write(page)
+            return True
 
         def log_message(self, *args: Any) -> None:  # request lines are noise on stderr
             pass
 
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True  # an open keep-alive connection must not hold up the exit
+        block_on_close = False
+
     try:
-        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        server = Server(("127.0.0.1", port), Handler)
     except OSError as err:
         raise CLIError(f"cannot serve on 127.0.0.1:{port}: {err.strerror or err}") from err
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    print(f"serving http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)
-    try:
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Stop(signum)
+
+    previous = {}
+    try:  # a signal may come the moment the address is printed: the handlers are inside the try
+        for number in (signal.SIGINT, signal.SIGTERM):
+            previous[number] = signal.signal(number, stop)
+        print(f"serving http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)
         server.serve_forever()
-    except KeyboardInterrupt:
+    except (_Stop, KeyboardInterrupt):
         pass
     finally:
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_IGN)  # a second signal must not cut the cleanup short
         server.server_close()
+        for number, handler in previous.items():
+            signal.signal(number, handler)

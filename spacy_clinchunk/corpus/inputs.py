@@ -105,20 +105,21 @@ def _glob_root(pattern: str) -> str:
     return str(Path(*head)) if head else "."
 
 
-def read_file(source: "str | InputFile") -> Iterator[InputDoc]:
-    """Documents of one input: a .txt is one document, JSON one or a list, JSONL one per line."""
+def read_file(source: "str | InputFile", encoding: str = "utf-8") -> Iterator[InputDoc]:
+    """Documents of one input: a .txt is one document, JSON one or a list, JSONL one per line;
+    bytes are decoded with ``encoding`` (a UTF-8 byte-order mark is dropped)."""
     file = source if isinstance(source, InputFile) else InputFile(source, os.path.dirname(source))
     if file.path == STDIN:
         data = sys.stdin.buffer.read()
         kind = "jsonl" if data.lstrip()[:1] == b"{" else "text"
-        yield from read_bytes(data, STDIN, kind, "stdin")
+        yield from read_bytes(data, STDIN, kind, "stdin", encoding)
         return
     try:
         data = Path(file.path).read_bytes()
     except OSError as err:
         yield InputDoc(file.base_id, None, file.path, f"cannot read {file.path}: {err.strerror or err}")
         return
-    yield from read_bytes(data, file.path, file_kind(file.path), file.base_id)
+    yield from read_bytes(data, file.path, file_kind(file.path), file.base_id, encoding)
 
 
 def file_kind(path: str) -> str:
@@ -128,15 +129,15 @@ def file_kind(path: str) -> str:
     return "json" if suffix in JSON_SUFFIXES else "text"
 
 
-def read_bytes(data: bytes, source: str, kind: str, base_id: str) -> Iterator[InputDoc]:
+def read_bytes(data: bytes, source: str, kind: str, base_id: str, encoding: str = "utf-8") -> Iterator[InputDoc]:
     """Documents in ``data`` read as ``kind`` (``text``, ``json`` or ``jsonl``)."""
     if kind == "jsonl":
-        yield from read_jsonl_lines(enumerate(data.splitlines(), start=1), source, base_id)
+        yield from read_jsonl_lines(enumerate(data.splitlines(), start=1), source, base_id, encoding)
         return
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode(_codec(encoding))
     except UnicodeDecodeError as err:
-        yield InputDoc(base_id, None, source, f"{source} is not valid UTF-8 (byte {err.start})")
+        yield InputDoc(base_id, None, source, f"{source} is not valid {_encoding_name(encoding)} {_decode_hint(err)}")
         return
     if kind == "text":
         yield InputDoc(base_id, text, source)
@@ -162,22 +163,38 @@ def _read_json(text: str, source: str, base_id: str) -> Iterator[InputDoc]:
         yield _record_doc(record, source, where)
 
 
-def read_jsonl_lines(lines: Iterable[Tuple[int, bytes]], source: str, base_id: str) -> Iterator[InputDoc]:
+def read_jsonl_lines(
+    lines: Iterable[Tuple[int, bytes]], source: str, base_id: str, encoding: str = "utf-8"
+) -> Iterator[InputDoc]:
     """One document per non-blank line; a bad line is an error document, the rest go on."""
     for number, raw in lines:
         if not raw.strip():
             continue
         where = f"{base_id}:{number}"
         try:
-            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            line = raw.decode(_codec(encoding) if number == 1 else encoding)
             obj = json.loads(line)
         except UnicodeDecodeError as err:
-            yield InputDoc(where, None, source, f"line {number} is not valid UTF-8 (byte {err.start})")
+            yield InputDoc(where, None, source, f"line {number} is not valid {_encoding_name(encoding)} {_decode_hint(err)}")
             continue
         except json.JSONDecodeError as err:
             yield InputDoc(where, None, source, f"invalid JSON on line {number} ({err.msg})")
             continue
         yield _record_doc(obj, source, where)
+
+
+def _codec(encoding: str) -> str:
+    """UTF-8 drops a leading byte-order mark (as Windows editors write one)."""
+    return "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+
+
+def _encoding_name(encoding: str) -> str:
+    return "UTF-8" if _codec(encoding) == "utf-8-sig" else encoding
+
+
+def _decode_hint(err: UnicodeDecodeError) -> str:
+    """Where decoding stopped, and the encodings older clinical exports use."""
+    return f"(byte {err.start}); if it is Latin-1 or Windows text, give --encoding latin-1 or --encoding cp1252"
 
 
 def _record_doc(obj: object, source: str, where: str) -> InputDoc:

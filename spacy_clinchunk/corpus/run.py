@@ -1,4 +1,5 @@
 """``run_corpus``: plan shards, skip finished ones, dispatch to an engine, record the run."""
+import codecs
 import logging
 import time
 from dataclasses import dataclass, field, fields, replace
@@ -36,6 +37,7 @@ class CorpusOptions:
     split_bytes: int = DEFAULT_SPLIT_BYTES  # JSONL files larger than this are split into sub-shards
     resume: bool = True  # skip shards finished with the same config and inputs
     file_mode: int = DEFAULT_FILE_MODE  # of every file written; 0o600: owner-only (clinical text)
+    encoding: str = "utf-8"  # of the input notes (latin-1, cp1252 for older exports)
 
 
 @dataclass
@@ -76,6 +78,10 @@ def make_options(options: Optional[CorpusOptions], settings: Dict[str, Any]) -> 
     merged = replace(options or CorpusOptions(), **settings)
     if merged.fmt not in FORMATS:
         raise CorpusError(f"unknown format '{merged.fmt}'; choose {' or '.join(FORMATS)}")
+    try:
+        merged.encoding = codecs.lookup(merged.encoding).name
+    except LookupError as err:
+        raise CorpusError(f"unknown encoding {merged.encoding!r} (e.g. utf-8, latin-1, cp1252)") from err
     return merged
 
 
@@ -112,10 +118,13 @@ def run_corpus(
     started = time.time()
     check_output_dir(output_dir, opts.file_mode)
     shards = plan_shards(inputs, opts.shard_size, opts.split_bytes)
+    for shard in shards:
+        shard.encoding = opts.encoding
     loading = time.time()
     nlp, spec, config_hash = load_spec(config_or_path, overrides, lang, stage_settings, code, max_length)
     load_seconds = round(time.time() - loading, 3)
     spans_key = opts.spans_key or spec.chunks_key
+    _check_spans_key(nlp, spans_key)
     out = OutputSpec(str(Path(output_dir).resolve()), opts.fmt, spans_key, config_hash, opts.file_mode)
     with OutputLock(out.path, opts.file_mode):
         remove_leftovers(out.path)
@@ -169,6 +178,15 @@ def run_corpus(
         worker_stats=stats.get("workers", {}),
         startup_seconds=stats.get("startup_seconds", 0.0),
     )
+
+
+def _check_spans_key(nlp, spans_key: str) -> None:
+    """A group the pipeline does not write would give shards of empty documents: refuse it."""
+    from ..pipeline import span_keys_of
+
+    written, _ = span_keys_of(nlp)
+    if written and spans_key not in written:
+        raise CorpusError(f"spans key '{spans_key}': the pipeline writes no such group (it writes {', '.join(written)})")
 
 
 def schedule(shards: Sequence[Shard]) -> List[Shard]:

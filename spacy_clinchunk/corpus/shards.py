@@ -40,6 +40,7 @@ class Shard:
     root: str = ""
     start: int = 0
     end: Optional[int] = None  # byte range of a split JSONL file; None: to the end
+    encoding: str = "utf-8"  # of the files' bytes (CorpusOptions.encoding)
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
@@ -51,6 +52,8 @@ class Shard:
                 digest.update(f"{os.path.abspath(source)}|missing\n".encode())
         if self.end is not None:
             digest.update(f"{self.start}-{self.end}".encode())
+        if self.encoding != "utf-8":  # read otherwise, the same bytes are other documents
+            digest.update(f"encoding={self.encoding}".encode())
         return digest.hexdigest()[:16]
 
     def size(self) -> int:
@@ -125,10 +128,11 @@ def read_shard(shard: Shard) -> Iterator[InputDoc]:
     """The shard's documents in order (a worker reads its own shard)."""
     if shard.end is not None:
         file = InputFile(shard.sources[0], shard.root)
-        yield from read_jsonl_lines(_lines_in_range(file.path, shard.start, shard.end), file.path, file.base_id)
+        lines = _lines_in_range(file.path, shard.start, shard.end)
+        yield from read_jsonl_lines(lines, file.path, file.base_id, shard.encoding)
         return
     for source in shard.sources:
-        yield from read_file(InputFile(source, shard.root))
+        yield from read_file(InputFile(source, shard.root), shard.encoding)
 
 
 def _lines_in_range(path: str, start: int, end: int) -> Iterator[Tuple[int, bytes]]:

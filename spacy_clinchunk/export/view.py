@@ -1,38 +1,79 @@
 """Views of chunks for people: a self-contained HTML page and displaCy span rendering.
 
-:func:`render_html` writes one page with no network access at all (inline CSS, no
-scripts, a Content-Security-Policy that forbids every fetch). Each chunk is an element
-with ``data-start``, ``data-end`` and ``data-assertion``, coloured by assertion; its
-assertion cues are ``<mark>``-ed and the LLM context (``Span._.clin_context``) shows on hover.
+:func:`render_html` writes one page that needs no network at all: its CSS and script
+(``view_static/``) are inlined, and a Content-Security-Policy forbids every fetch and
+runs only that script (by its hash). Each chunk is a focusable element with
+``data-start``, ``data-end`` and ``data-assertion``, coloured by status on a colour-blind-safe
+palette (Okabe–Ito tints, each status with its own border style too); headers are styled
+as headers. Pointing at, tabbing to or selecting a chunk shows its offsets, section, status,
+cues, focus spans and LLM context in a side panel. A filter by status and a search box
+sit above the note. Focus spans (``clin_focus``) are marked inside their chunk;
+overlapping windows (``clin_rag_chunks``) are shown one block each, their context in the panel.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
-import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
 
 from spacy.tokens import Doc, Span
 
 from .. import attrs
 from .records import document_id, span_group
+from .view_chunks import (
+    HEADER,
+    UNASSESSED,
+    assertion_of,
+    cards_html,
+    css_class,
+    focus_by_chunk,
+    focus_group,
+    inline_html,
+    kind_of,
+    overlaps,
+    parent_group,
+)
 
-UNASSESSED = "unassessed"
-# background colours by assertion (light, readable with black text)
+# background tints (35 % of the Okabe–Ito colour on white) and a border style per status,
+# so that no two statuses differ by hue alone
 ASSERTION_COLORS: Dict[str, str] = {
-    "affirmed": "#c8f0c8",
-    "negated": "#ffc9c9",
-    "normal": "#d8ecff",
-    "uncertain": "#ffe9a8",
-    "historical": "#e2d6f5",
-    "hypothetical": "#f7d9ef",
-    "family": "#d4f1ee",
-    UNASSESSED: "#e6e6e6",
+    "affirmed": "#a6ddce",
+    "negated": "#f0c7a6",
+    "uncertain": "#faf6bd",
+    "historical": "#a6cee4",
+    "hypothetical": "#edd0e0",
+    "family": "#f6dda6",
+    "normal": "#c4e5f7",
+    UNASSESSED: "#f2f2f2",
 }
-
-
-def assertion_of(span: Span) -> str:
-    attrs.register_extensions()
-    return span._.clin_assertion or UNASSESSED
+_BORDERS: Dict[str, str] = {
+    "affirmed": "2px solid #009e73",
+    "negated": "3px double #d55e00",
+    "uncertain": "2px dashed #8a7d00",
+    "historical": "2px dotted #0072b2",
+    "hypothetical": "2px dashed #cc79a7",
+    "family": "3px double #b37a00",
+    "normal": "2px solid #56b4e9",
+    UNASSESSED: "1px dashed #777",
+}
+# what each status means, in words (the legend and the detail panel)
+STATUS_TEXT: Dict[str, str] = {
+    "affirmed": "present now, in the patient; no cue governs it",
+    "negated": "stated absent or ruled out",
+    "uncertain": "possible, suspected or to be excluded",
+    "historical": "in the patient's past",
+    "hypothetical": "would matter only if it happened (instructions, risks)",
+    "family": "about someone other than the patient",
+    "normal": "described as normal or unremarkable",
+    UNASSESSED: "no assertion status was set on it",
+    HEADER: "a section header or form label, not a finding",
+}
+_ORDER = (*attrs.ASSERTION_LABELS, UNASSESSED, HEADER)
+_STATIC = Path(__file__).with_name("view_static")
 
 
 def label_by_assertion(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, view_key: str = attrs.ASSERTION_VIEW_KEY) -> str:
@@ -59,136 +100,115 @@ def render_displacy(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, **kwargs: Any) 
 
 # HTML page -------------------------------------------------------------------
 
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.5rem;color:#111;background:#fff}
-h1{font-size:1.2rem;margin:0 0 .3rem}
-.meta{color:#555;font-size:.85rem;margin-bottom:.8rem}
-.legend{display:flex;flex-wrap:wrap;gap:.4rem;margin-bottom:1rem;font-size:.85rem}
-.legend span{padding:.1rem .5rem;border-radius:.3rem;border:1px solid #999}
-.note{white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9rem;line-height:1.7;
- border:1px solid #ccc;border-radius:.4rem;padding:1rem;max-width:60rem}
-.chunk{border-radius:.25rem;padding:.05rem 0;border-bottom:2px solid rgba(0,0,0,.25);position:relative}
-.chunk:hover{outline:2px solid #333}
-.chunk[data-context]:hover::after{content:attr(data-context);position:absolute;left:0;top:1.6em;z-index:5;
- width:28rem;max-width:80vw;white-space:normal;background:#222;color:#fff;padding:.4rem .6rem;border-radius:.3rem;
- font-family:system-ui,sans-serif;font-size:.8rem;line-height:1.35}
-.cards .chunk{display:block;margin:.4rem 0;padding:.4rem;white-space:pre-wrap}
-mark.cue{background:none;font-weight:700;text-decoration:underline wavy #a00;color:inherit}
-"""
+
+@lru_cache(maxsize=None)
+def _static(name: str) -> str:
+    return (_STATIC / name).read_text(encoding="utf-8")
 
 
-def _css_class(label: str) -> str:
-    return "assertion-" + re.sub(r"[^a-z0-9-]+", "-", label.lower())
-
-
-def _colour_rules(labels: Sequence[str]) -> str:
+def _colour_rules(kinds: Sequence[str]) -> str:
     rules = []
-    for label in labels:
-        colour = ASSERTION_COLORS.get(label, "#eeeeee")
-        rules.append(f".{_css_class(label)}{{background:{colour}}}")
+    for kind in kinds:
+        if kind in ASSERTION_COLORS:
+            colour, border = ASSERTION_COLORS[kind], _BORDERS[kind]
+            rules.append(f".{css_class(kind)}{{background:{colour};border-bottom:{border}}}")
     return "\n".join(rules)
 
 
-def _overlaps(spans: List[Span]) -> bool:
-    ordered = sorted(spans, key=lambda s: (s.start_char, s.end_char))
-    return any(b.start_char < a.end_char for a, b in zip(ordered, ordered[1:]))
+def _sorted_kinds(kinds: Any) -> List[str]:
+    return sorted(kinds, key=lambda k: (_ORDER.index(k) if k in _ORDER else len(_ORDER), k))
 
 
-def _cue_ranges(span: Span) -> Tuple[List[Tuple[int, int, Dict[str, Any]]], List[str]]:
-    """Cues inside the chunk (clipped to it), and the texts of cues outside it."""
-    inside, outside = [], []
-    for cue in span._.clin_assertion_cues or []:
-        start, end = cue.get("start_char"), cue.get("end_char")
-        if start is None or end is None:
-            continue
-        lo, hi = max(start, span.start_char), min(end, span.end_char)
-        if lo < hi:
-            inside.append((lo, hi, cue))
-        else:
-            outside.append(str(cue.get("text", "")))
-    inside.sort(key=lambda c: (c[0], c[1]))
-    merged: List[Tuple[int, int, Dict[str, Any]]] = []
-    for lo, hi, cue in inside:  # overlapping cues: keep the first, never nest marks
-        if merged and lo < merged[-1][1]:
-            continue
-        merged.append((lo, hi, cue))
-    return merged, outside
+def _legend(spans: Sequence[Span], kinds: Dict[str, int], marks: Dict[str, bool], noun: str) -> str:
+    """Each status there is, in words and with its count; no zero rows, no status list at all
+    for spans that carry none (focus spans, retrieval windows)."""
+    items = []
+    assessed = set(kinds) - {UNASSESSED, HEADER}
+    if not assessed:
+        items.append(f"<li>No assertion status is set on these {noun}s ({len(spans)} in all)</li>")
+    for kind in _sorted_kinds(kinds):
+        if assessed or kind == HEADER:
+            swatch = "" if kind == HEADER else f" {css_class(kind)}"
+            style = ' style="font-weight:700;text-decoration:underline"' if kind == HEADER else ""
+            items.append(
+                f'<li data-legend="{html.escape(kind)}"><span class="swatch{swatch}"{style}>{html.escape(kind)}</span>'
+                f"{html.escape(STATUS_TEXT.get(kind, ''))} ({kinds[kind]})</li>"
+            )
+    if marks.get("focus"):
+        items.append('<li><mark class="focus">focus</mark> the finding a chunk is about, marked inside its chunk</li>')
+    if marks.get("cue"):
+        items.append('<li><mark class="cue">cue</mark> the words that set the status</li>')
+    if marks.get("context"):
+        items.append("<li><b>has context</b> select a window to read its LLM context in the side panel</li>")
+    return '<ul class="legend" aria-label="Legend">' + "".join(items) + "</ul>"
 
 
-def _chunk_html(span: Span, index: int, doc_id: str) -> str:
-    text = span.doc.text
-    label = assertion_of(span)
-    cues, outside = _cue_ranges(span)
-    parts, pos = [], span.start_char
-    for lo, hi, cue in cues:
-        parts.append(html.escape(text[pos:lo]))
-        title = f"{cue.get('category', '')} cue".strip()
-        parts.append(f'<mark class="cue" title="{html.escape(title)}">{html.escape(text[lo:hi])}</mark>')
-        pos = hi
-    parts.append(html.escape(text[pos : span.end_char]))
-    data = {
-        "id": f"{doc_id}:{span.start_char}-{span.end_char}",
-        "index": str(index),
-        "start": str(span.start_char),
-        "end": str(span.end_char),
-        "assertion": label,
-    }
-    if span._.clin_section:
-        data["section"] = str(span._.clin_section)
-    if span._.clin_context:
-        data["context"] = str(span._.clin_context)
-    if outside:
-        data["cues-outside"] = " | ".join(outside)
-    attributes = " ".join(f'data-{k}="{html.escape(v, quote=True)}"' for k, v in data.items())
-    title = f"{label}" + (f" ({', '.join(str(c[2].get('text', '')) for c in cues) or ', '.join(outside)})" if cues or outside else "")
-    return (
-        f'<span class="chunk {_css_class(label)}" id="chunk-{index}" {attributes} '
-        f'title="{html.escape(title, quote=True)}">{"".join(parts)}</span>'
+def _toolbar(kinds: Dict[str, int], noun: str) -> str:
+    boxes = "".join(
+        f'<label><input type="checkbox" value="{html.escape(k)}" checked> {html.escape(k)} ({n})</label>'
+        for k, n in ((k, kinds[k]) for k in _sorted_kinds(kinds))
     )
+    return (
+        '<div class="toolbar">'
+        f'<fieldset class="filter"><legend>Show</legend>{boxes}</fieldset>'
+        f'<span><label for="search">Search {noun}s</label> '
+        '<input type="search" id="search" placeholder="text, section, cue"></span>'
+        '<button type="button" id="clear">Show all</button>'
+        '<span id="match-count" aria-live="polite"></span></div>'
+    )
+
+
+def _script_hash(script: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
 
 
 def render_html(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, title: Optional[str] = None) -> str:
-    """One self-contained HTML page showing ``doc`` with the chunks of ``spans_key``.
+    """One self-contained HTML page showing ``doc`` with the spans of ``spans_key``.
 
     Non-overlapping chunks are shown in place in the note; overlapping ones (sliding
-    windows) as one block per chunk, in order.
+    windows) as one block each, in order. For a group of focus spans the page shows their
+    chunks with the focus spans marked inside; a chunk group with focus spans marks them too.
     """
     attrs.register_extensions()
     spans = span_group(doc, spans_key)
+    shown_key, noun = spans_key, "chunk"
+    parent = parent_group(doc, spans_key)
+    if parent is not None:  # focus spans: drawn inside the chunks they belong to
+        shown_key, spans = parent, list(doc.spans[parent])
+    focus = focus_by_chunk(doc, shown_key, focus_group(doc, shown_key))
+    cards = overlaps(spans)
+    if cards:
+        noun = "window"
     doc_id = document_id(doc)
-    labels = sorted({assertion_of(s) for s in spans} | {"affirmed", "negated"})
-    counts = {label: sum(assertion_of(s) == label for s in spans) for label in labels}
-    legend = "".join(
-        f'<span class="{_css_class(label)}" data-legend="{html.escape(label)}">{html.escape(label)}: {counts[label]}</span>'
-        for label in labels
-    )
-    if _overlaps(spans):
-        body = '<div class="note cards">' + "".join(_chunk_html(s, i, doc_id) for i, s in enumerate(spans)) + "</div>"
+    kinds: Dict[str, int] = {}
+    for span in spans:
+        kinds[kind_of(span)] = kinds.get(kind_of(span), 0) + 1
+    if cards:
+        body = '<div class="note cards">' + cards_html(spans, doc_id, focus, noun) + "</div>"
     else:
-        body = '<div class="note">' + _inline(doc, spans, doc_id) + "</div>"
+        body = '<div class="note">' + inline_html(doc, spans, doc_id, focus, noun) + "</div>"
+    marks = {"focus": any(focus.values()), "cue": 'class="cue' in body, "context": "data-context=" in body}
     heading = html.escape(title or doc_id)
-    meta = f"{len(spans)} chunks in span group <code>{html.escape(spans_key)}</code>"
+    meta = f"{len(spans)} {noun}s in span group <code>{html.escape(shown_key)}</code>"
+    if parent is not None:
+        meta += f" with their focus spans (<code>{html.escape(spans_key)}</code>, {len(doc.spans[spans_key])})"
     if doc._.clin_source:
-        meta += f" &middot; source <code>{html.escape(str(doc._.clin_source))}</code>"
+        meta += f" &middot; from <code>{html.escape(Path(str(doc._.clin_source)).name)}</code>"
+    script = _static("view.js")
+    status_json = json.dumps(STATUS_TEXT).replace("<", "\\u003c")
+    csp = f"default-src 'none'; style-src 'unsafe-inline'; script-src '{_script_hash(script)}'"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n"
         "<meta name=\"referrer\" content=\"no-referrer\">\n"
-        f"<title>{heading}</title>\n<style>{_CSS}{_colour_rules(labels)}</style></head>\n"
-        f"<body><h1>{heading}</h1><div class=\"meta\">{meta}</div>"
-        f"<div class=\"legend\">{legend}</div>\n{body}\n</body></html>\n"
+        f"<title>{heading}</title>\n<style>{_static('view.css')}{_colour_rules(list(kinds))}</style></head>\n"
+        f"<body><header><h1>{heading}</h1><div class=\"meta\">{meta}</div></header>\n"
+        f"{_toolbar(kinds, noun)}\n{_legend(spans, kinds, marks, noun)}\n"
+        f'<main class="layout">{body}\n'
+        '<aside id="detail" aria-live="polite" aria-label="Details of the chunk in focus"></aside></main>\n'
+        f'<script type="application/json" id="status-text">{status_json}</script>\n'
+        f"<script>{script}</script>\n</body></html>\n"
     )
 
 
-def _inline(doc: Doc, spans: List[Span], doc_id: str) -> str:
-    ordered = sorted(enumerate(spans), key=lambda pair: (pair[1].start_char, pair[1].end_char))
-    parts, pos = [], 0
-    for index, span in ordered:
-        parts.append(html.escape(doc.text[pos : span.start_char]))
-        parts.append(_chunk_html(span, index, doc_id))
-        pos = span.end_char
-    parts.append(html.escape(doc.text[pos:]))
-    return "".join(parts)
-
-
-__all__ = ("render_html", "render_displacy", "label_by_assertion", "displacy_options", "ASSERTION_COLORS")
+__all__ = ("render_html", "render_displacy", "label_by_assertion", "displacy_options", "ASSERTION_COLORS", "STATUS_TEXT")
