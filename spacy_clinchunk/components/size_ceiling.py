@@ -1,7 +1,7 @@
 """clin_size_ceiling: no chunk longer than ``max_tokens``; an over-long piece is cut inside.
 
-Tokens are counted by ``token_counter`` (words by default, or the wordpieces of the
-downstream embedder). A piece over the ceiling is cut at the best boundary inside it,
+Tokens are counted by ``token_counter``: by default (``AutoTokenCounter.v1``) the wordpieces of
+the downstream embedder when the pipeline has one, words otherwise. A piece over the ceiling is cut at the best boundary inside it,
 and the halves again, until every piece fits (or is one word). The boundaries, best first:
 
 1. a line break inside the piece, or a list marker ("-", "•", "2)", "b.") starting a word;
@@ -20,6 +20,7 @@ Pieces are character ranges of ``doc.text``: the text is never rewritten.
 """
 
 import re
+import weakref
 from bisect import bisect_left, bisect_right
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -31,11 +32,11 @@ from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from ..resources_io import Override
 from ..spans import Range, normalize_word
 from .settings import PositiveInt
-from .token_counters import WordCounter
+from .token_counters import AutoTokenCounter, counts_words
 
 FACTORY = "clin_size_ceiling"
 DEFAULT_MAX_TOKENS = 8
-DEFAULT_COUNTER = {"@misc": "spacy_clinchunk.WordCounter.v1"}
+DEFAULT_COUNTER = {"@misc": "spacy_clinchunk.AutoTokenCounter.v1"}
 CUE_LISTS = (  # word lists by rank (after line breaks and list markers, rank 0)
     ("coordinating_conjunctions", "transition_markers"),
     ("ceiling_report_verbs",),
@@ -92,7 +93,20 @@ class SizeCeiling(ChunkRefiner):
         self.max_tokens = max_tokens
         self.token_counter = token_counter
         self.work = 0  # words scanned plus cuts made, since creation (a linear-time check reads it)
+        # the auto counter looks at the whole pipeline, so it is bound at the first run, when
+        # the components after this one exist; a weak reference: the pipeline owns this component
+        self._pipeline = weakref.ref(nlp) if isinstance(token_counter, AutoTokenCounter) else None
         super().__init__(nlp, name, **kwargs)
+
+    def bind_counter(self) -> None:
+        """Let the auto counter choose words or its embedder's wordpieces (once)."""
+        if self._pipeline is not None:
+            self.token_counter.bind(self._pipeline())  # type: ignore[attr-defined]
+            self._pipeline = None
+
+    def __getstate__(self) -> Dict[str, Any]:  # pickled (n_process): bind first, drop the reference
+        self.bind_counter()
+        return dict(self.__dict__)
 
     def setup(self) -> None:
         self.cue_tables = [_phrase_table(w for n in names for w in self.resources[n]) for names in CUE_LISTS]
@@ -103,8 +117,9 @@ class SizeCeiling(ChunkRefiner):
         # fast path: counting words, a chunk of at most max_tokens tokens has at most as many
         # words, so a group where every chunk is that short is left as it is
         self.resources  # noqa: B018  (data errors surface on every doc, as in ChunkRefiner)
+        self.bind_counter()
         group = doc.spans.get(self.spans_key) if self.spans_key in doc.spans else None
-        if group is not None and isinstance(self.token_counter, WordCounter):
+        if group is not None and counts_words(self.token_counter):
             if all(len(span) <= self.max_tokens for span in group):
                 return doc
         return super().__call__(doc)
@@ -114,7 +129,7 @@ class SizeCeiling(ChunkRefiner):
         self.work += len(words)
         if not words:
             return []
-        if isinstance(self.token_counter, WordCounter):
+        if counts_words(self.token_counter):
             if len(words) <= self.max_tokens:
                 return [(words[0][0], words[-1][1])]
             counts: Sequence[int] = [1] * len(words)
