@@ -268,7 +268,32 @@ def test_disk_round_trip_keeps_the_lists_and_the_ceiling(tmp_path):
 
 def test_no_cut_right_after_a_negation():
     nlp = ceiling_nlp(max_tokens=4)
-    # the middle of these eight words falls right after "no": the cut moves to the next boundary
-    assert chunk_texts(nlp("alpha beta gamma no delta epsilon zeta eta")) == ["alpha beta", "gamma no delta", "epsilon zeta eta"]
+    # the middle of these eight words falls right after "none": the cut moves to the next boundary
+    assert chunk_texts(nlp("alpha beta gamma none delta epsilon zeta eta")) == ["alpha beta", "gamma none delta", "epsilon zeta eta"]
+    # "no" is a function word too: the cut falls before it, and it stays with what it negates
+    assert chunk_texts(nlp("alpha beta gamma no delta epsilon zeta eta")) == ["alpha beta gamma", "no delta", "epsilon zeta eta"]
     # nothing but negations: the guarantee wins over the rule
     assert check(nlp("no " * 9), 4) == ["no no no"] * 3
+
+
+def test_no_cut_inside_a_noun_phrase():
+    four, five = ceiling_nlp(max_tokens=4), ceiling_nlp(max_tokens=5)
+    # a modifier stays with its noun ("developmental delay")
+    assert check(four("child mild developmental delay was seen today after birth"), 4) == [
+        "child mild developmental delay", "was seen today", "after birth"]
+    # "of" stays with the noun before it, and no piece ends with "of" or "the"
+    assert check(five("we describe anomalies of the facial nerve in this family today"), 5) == [
+        "we describe", "anomalies of the facial nerve", "in this family today"]
+    assert check(five("unilateral duplication anomalies of the facial nerve seen today"), 5) == [
+        "unilateral duplication", "anomalies of the facial nerve", "seen today"]
+    # a line break is still a boundary after a modifier
+    assert chunk_texts(four("patient has bilateral\nfever cough rash since monday")) == [
+        "patient has bilateral", "fever cough rash", "since monday"]
+
+
+def test_the_start_of_a_function_word_run_comes_before_the_middle():
+    # no cue but the auxiliary "was": the cut falls before it, and inside the noun phrase
+    # only between two nouns ("onset" | "bilateral")
+    nlp = ceiling_nlp(max_tokens=5)
+    assert chunk_texts(nlp("sudden onset bilateral sensorineural hearing loss was noted yesterday evening")) == [
+        "sudden onset", "bilateral sensorineural hearing loss", "was noted yesterday evening"]
