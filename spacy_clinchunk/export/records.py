@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, TextIO, Tuple, Union
 
 from spacy.tokens import Doc, Span
+from spacy.tokens.underscore import Underscore
 
 from .. import attrs
 from ..fileio import make_private, open_private
+from ..spans import doc_text
 
 # Record fields, in order. ``attributes`` holds any other extension value the pipeline set.
 RECORD_FIELDS = (
@@ -106,14 +108,21 @@ def span_attributes(
 
     ``extensions`` (from :func:`registered_extensions` of the span's group) lets a caller with
     many spans look the registry up once; ``span._`` is built once per span, not once per
-    attribute."""
+    attribute. A stored value (no getter, no method) is read where ``Underscore`` keeps it
+    (``doc.user_data`` under its key): the same value as ``getattr``, at a fraction of the cost,
+    and a missing one is the default without writing a copy of it."""
     found: Dict[str, Any] = {}
     extensions = registered_extensions() if extensions is None else extensions
     if not extensions:
         return found
     underscore = span._ if underscore is None else underscore
+    data, key_of, table = span.doc.user_data, underscore._get_key, Underscore.span_extensions
     for field, name, default in extensions:
-        value = getattr(underscore, name)
+        spec = table.get(name)
+        if spec is not None and spec[1] is None and spec[2] is None:
+            value = data.get(key_of(name), default)
+        else:
+            value = getattr(underscore, name)
         if value is not None and value != default:
             found[field] = value
     return found
@@ -188,9 +197,11 @@ def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_link
     source = doc._.clin_source
     source = None if source is None else str(source)
     records = []
+    text = doc_text(doc)
     for number, span in enumerate(spans):
         underscore = span._
         set_values = span_attributes(span, extensions, underscore)
+        start, end = span.start_char, span.end_char
         records.append(
             {
                 "id": ids[number],
@@ -199,9 +210,9 @@ def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_link
                 "source": source,
                 "spans_key": spans_key,
                 "index": number,
-                "start": span.start_char,
-                "end": span.end_char,
-                "text": span.text,
+                "start": start,
+                "end": end,
+                "text": text[start:end],
                 "label": span.label_ or None,
                 "assertion": set_values.get("assertion"),
                 "assertion_cues": list(set_values.get("assertion_cues") or []),
@@ -224,17 +235,24 @@ def iter_records(
         yield from chunk_records(doc, spans_key, index=index, focus_key=focus_key, fields=fields)
 
 
-def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None) -> Dict[str, Any]:
-    record: Dict[str, Any] = {"text": span.text, "start": span.start_char, "end": span.end_char}
+def span_record(
+    span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None, text: Optional[str] = None
+) -> Dict[str, Any]:
+    """``{text, start, end, ...attributes}``; ``text`` (the doc's text, read once per group) saves
+    rebuilding each span's text from its tokens (``span.text`` is that slice: offsets are kept)."""
+    start, end = span.start_char, span.end_char
+    record: Dict[str, Any] = {"text": span.text if text is None else text[start:end], "start": start, "end": end}
     record.update(span_attributes(span, extensions))
     return record
 
 
 def _group_records(group: Any, ids: Optional[List[str]] = None, fields: Fields = None) -> List[Dict[str, Any]]:
     extensions = registered_extensions(group, fields=fields)
+    spans = list(group)
+    text = doc_text(spans[0].doc) if spans else None
     if ids is None:
-        return [span_record(s, extensions) for s in group]
-    return [{"id": i, **span_record(s, extensions)} for i, s in zip(ids, group)]
+        return [span_record(s, extensions, text) for s in spans]
+    return [{"id": i, **span_record(s, extensions, text)} for i, s in zip(ids, spans)]
 
 
 def doc_to_record(
