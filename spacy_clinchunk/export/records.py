@@ -115,17 +115,32 @@ def span_attributes(
     extensions = registered_extensions() if extensions is None else extensions
     if not extensions:
         return found
-    underscore = span._ if underscore is None else underscore
-    data, key_of, table = span.doc.user_data, underscore._get_key, Underscore.span_extensions
+    if underscore is None and _keys_by_offsets(span):  # no Underscore object at all
+        start, end = span.start_char, span.end_char
+        key_of: Callable[[str], Any] = lambda name: ("._.", name, start, end)  # noqa: E731
+    else:
+        underscore = span._ if underscore is None else underscore
+        key_of = underscore._get_key
+    data, table = span.doc.user_data, Underscore.span_extensions
     for field, name, default in extensions:
         spec = table.get(name)
         if spec is not None and spec[1] is None and spec[2] is None:
             value = data.get(key_of(name), default)
         else:
-            value = getattr(underscore, name)
+            value = getattr(span._ if underscore is None else underscore, name)
         if value is not None and value != default:
             found[field] = value
     return found
+
+
+_KEY_LAYOUT: List[bool] = []  # whether Underscore keys span values by (name, start_char, end_char)
+
+
+def _keys_by_offsets(span: Span) -> bool:
+    """Checked once per process against spaCy's own key, so another layout falls back to it."""
+    if not _KEY_LAYOUT:
+        _KEY_LAYOUT.append(span._._get_key("x") == ("._.", "x", span.start_char, span.end_char))
+    return _KEY_LAYOUT[0]
 
 
 def span_group(doc: Doc, spans_key: str) -> List[Span]:
