@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, TextIO, Tuple, Union
 
 from spacy.tokens import Doc, Span
-from spacy.tokens.underscore import Underscore
 
 from .. import attrs
 from ..fileio import make_private, open_private
@@ -108,39 +107,9 @@ def span_attributes(
 
     ``extensions`` (from :func:`registered_extensions` of the span's group) lets a caller with
     many spans look the registry up once; ``span._`` is built once per span, not once per
-    attribute. A stored value (no getter, no method) is read where ``Underscore`` keeps it
-    (``doc.user_data`` under its key): the same value as ``getattr``, at a fraction of the cost,
-    and a missing one is the default without writing a copy of it."""
-    found: Dict[str, Any] = {}
+    attribute, and stored values are read as :func:`attrs.set_span_values` reads them."""
     extensions = registered_extensions() if extensions is None else extensions
-    if not extensions:
-        return found
-    if underscore is None and _keys_by_offsets(span):  # no Underscore object at all
-        start, end = span.start_char, span.end_char
-        key_of: Callable[[str], Any] = lambda name: ("._.", name, start, end)  # noqa: E731
-    else:
-        underscore = span._ if underscore is None else underscore
-        key_of = underscore._get_key
-    data, table = span.doc.user_data, Underscore.span_extensions
-    for field, name, default in extensions:
-        spec = table.get(name)
-        if spec is not None and spec[1] is None and spec[2] is None:
-            value = data.get(key_of(name), default)
-        else:
-            value = getattr(span._ if underscore is None else underscore, name)
-        if value is not None and value != default:
-            found[field] = value
-    return found
-
-
-_KEY_LAYOUT: List[bool] = []  # whether Underscore keys span values by (name, start_char, end_char)
-
-
-def _keys_by_offsets(span: Span) -> bool:
-    """Checked once per process against spaCy's own key, so another layout falls back to it."""
-    if not _KEY_LAYOUT:
-        _KEY_LAYOUT.append(span._._get_key("x") == ("._.", "x", span.start_char, span.end_char))
-    return _KEY_LAYOUT[0]
+    return attrs.set_span_values(span, extensions, underscore) if extensions else {}
 
 
 def span_group(doc: Doc, spans_key: str) -> List[Span]:
