@@ -189,7 +189,9 @@ class LLMContext(Pipe):
         self.name = name
         self.spans_key = spans_key
         self.chunks_key = chunks_key  # clause chunks that get their window's context (None: windows only)
-        self.focus_key = focus_key  # focus spans of those chunks (clin_focus_of): their chunk's context
+        # focus spans of those chunks (clin_focus_of) get their chunk's context; not ``focus_key``:
+        # the resolver reads that attribute as a group the component writes
+        self.focus_group = focus_key
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.encoding_name = encoding
@@ -395,8 +397,8 @@ class LLMContext(Pipe):
         homes = window_of([(c.start_char, c.end_char) for c in chunks], [(w.start_char, w.end_char) for w in windows])
         for chunk, home in zip(chunks, homes):
             _set_context(chunk, "" if home is None else contexts[home])
-        if self.focus_key and self.focus_key in doc.spans:  # a focus span: the context of its chunk
-            focus = doc.spans[self.focus_key]
+        if self.focus_group and self.focus_group in doc.spans:  # a focus span: the context of its chunk
+            focus = doc.spans[self.focus_group]
             of = attrs.field_names(focus)["focus_of"]
             for span in focus:
                 number = span._.get(of)
