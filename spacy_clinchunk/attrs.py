@@ -8,7 +8,7 @@ never overwrites an attribute someone else registered.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from spacy.tokens import Doc, Span
 
@@ -128,3 +128,34 @@ def register_extensions() -> None:
 def variant_key(ratio: float) -> str:
     """Span-group key of a Voronoi expansion variant: 0.5 -> ``voronoi_0.50``."""
     return f"{VORONOI_VARIANT_PREFIX}{ratio:.2f}"
+
+
+_KEY_LAYOUT: List[bool] = []  # whether Underscore keys span values by (name, start_char, end_char)
+
+
+def set_span_values(span: Span, extensions: Sequence[Tuple[str, str, Any]], underscore: Any = None) -> Dict[str, Any]:
+    """``{field: value}`` of the ``(field, attribute, default)`` extensions set on ``span`` (not
+    None, not the default), each value as ``span._.<attribute>`` gives it.
+
+    A stored value (no getter, no method) is read where ``Underscore`` keeps it (``doc.user_data``
+    under its key), at a fraction of the cost of ``getattr``, and a missing one is the default
+    without writing a copy of it. Without ``underscore`` none is built: the key layout is checked
+    once per process against spaCy's own, and another layout falls back to ``span._``."""
+    from spacy.tokens.underscore import Underscore
+
+    if not _KEY_LAYOUT:
+        _KEY_LAYOUT.append(span._._get_key("x") == ("._.", "x", span.start_char, span.end_char))
+    underscore = underscore if underscore is not None or _KEY_LAYOUT[0] else span._
+    start, end = span.start_char, span.end_char
+    data, table = span.doc.user_data, Underscore.span_extensions
+    found: Dict[str, Any] = {}
+    for field, name, default in extensions:
+        spec = table.get(name)
+        if spec is not None and spec[1] is None and spec[2] is None:
+            key = ("._.", name, start, end) if underscore is None else underscore._get_key(name)
+            value = data.get(key, default)
+        else:
+            value = getattr(span._ if underscore is None else underscore, name)
+        if value is not None and value != default:
+            found[field] = value
+    return found

@@ -114,6 +114,12 @@ def test_every_clause_chunk_gets_its_windows_context(api, module_server, flagshi
     assert got_focus == want_focus
     assert all(c[5] is None for c in want_chunks)
     assert doc._.clin_llm_context_failures == 0
+    focus = list(doc.spans[FOCUS])
+    assert focus and all(f._.clin_context is None for f in flagship_doc.spans[FOCUS])
+    for span in focus:  # each focus span: the context of its chunk, and its own enriched text
+        parent = chunks[span._.clin_focus_of]
+        assert span._.clin_context == parent._.clin_context and span._.clin_context.startswith(ANSWER)
+        assert span._.clin_enriched_text == f"{parent._.clin_context}\n\n{span.text}"
 
 
 def test_records_of_the_chunks_carry_assertion_focus_and_context(module_server, tmp_path_factory):
@@ -129,6 +135,20 @@ def test_records_of_the_chunks_carry_assertion_focus_and_context(module_server, 
         focus = [doc.spans["clin_focus"][i] for i in chunk._.clin_focus_ids]
         assert record["focus"] == [{"start": s.start_char, "end": s.end_char, "text": s.text} for s in focus]
     assert any(r["assertion"] == "negated" for r in records)
+
+
+def test_focus_records_carry_their_chunks_context(module_server, tmp_path_factory):
+    module_server.reset()
+    doc = contextual(model_of("openai", module_server.url), tmp_path_factory).nlp(NOTE)
+    chunks = {r["id"]: r for r in chunk_records(doc, CHUNKS)}
+    records = chunk_records(doc, CHUNKS, index="focus")
+    assert len(records) == len(doc.spans[FOCUS]) > 0
+    for record in records:
+        parent = chunks[record["parent_id"]]
+        assert parent["start"] <= record["start"] and record["end"] <= parent["end"]
+        assert record["context"] == parent["context"] and record["context"].startswith(ANSWER)
+        assert record["enriched_text"] == f"{parent['context']}\n\n{record['text']}"
+        assert record["assertion"] == parent["assertion"]
 
 
 def test_chunk_strategy_contextual_prints_the_clause_chunks_with_their_context(module_server):

@@ -1,6 +1,10 @@
 """clin_size_ceiling: cut order, guarantees on bad input, linear work, offsets, serialization."""
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import spacy
@@ -12,6 +16,7 @@ from spacy_clinchunk.resources_io import SUPPORTED_LANGUAGES, resource_path
 from conftest import blank_with, chunk_texts
 
 _WORD = re.compile(r"\S+")
+ROOT = Path(__file__).resolve().parent.parent
 TOKENS = {"@misc": "spacy_clinchunk.EmbedderTokenCounter.v1", "model": "all-MiniLM-L6-v2"}
 
 
@@ -39,7 +44,7 @@ def small():
 def test_defaults():
     pipe = ceiling_nlp().get_pipe("clin_size_ceiling")
     assert pipe.max_tokens == DEFAULT_MAX_TOKENS
-    assert type(pipe.token_counter).__name__ == "WordCounter"
+    assert type(pipe.token_counter).__name__ == "AutoTokenCounter"
     assert pipe.spans_key == attrs.CHUNKS_KEY
 
 
@@ -117,6 +122,46 @@ def test_wordpiece_counter_counts_the_embedders_tokens():
         assert len(tokenizer(piece, add_special_tokens=False)["input_ids"]) <= 6 or len(piece.split()) == 1
     # the same text in words is one piece under the same ceiling
     assert chunk_texts(ceiling_nlp(max_tokens=6)(text)) == [text]
+
+
+def test_auto_counter_counts_words_and_loads_no_model_without_an_embedder():
+    # a fresh interpreter: the flagship has no embedder, so the ceiling counts words and never
+    # imports a model library (spaCy itself may import torch where it is installed)
+    script = (
+        "import sys\n"
+        "from spacy_clinchunk.pipeline import load_pipeline\n"
+        "nlp = load_pipeline('default')\n"
+        "doc = nlp('patient reports chest pain radiating to the left arm with shortness of breath since yesterday')\n"
+        "print(nlp.get_pipe('clin_size_ceiling').token_counter.name)\n"
+        "print(max(len(s.text.split()) for s in doc.spans['clin_chunks']))\n"
+        "print(sorted(m for m in ('transformers', 'sentence_transformers', 'tokenizers') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300, check=True)
+    name, longest, imported = out.stdout.split("\n")[:3]
+    assert name == "auto: words"
+    assert int(longest) <= DEFAULT_MAX_TOKENS
+    assert imported == "[]"
+
+
+def test_auto_counter_counts_the_wordpieces_of_a_downstream_embedder():
+    pytest.importorskip("transformers")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("clin_size_ceiling", config={"max_tokens": 6})
+    nlp.add_pipe("clin_semantic_window")  # after the ceiling: its embedder is still the one that reads the chunks
+    ceiling = nlp.get_pipe("clin_size_ceiling")
+    text = "hepatosplenomegaly and lymphadenopathy with thrombocytopenia noted"
+    pieces = chunk_texts(ceiling(nlp.make_doc(text)))  # the ceiling alone: the embedder is only looked up
+    counter = ceiling.token_counter
+    assert counter.name == "auto: tokens of all-MiniLM-L6-v2"
+    assert len(pieces) > 1
+    tokenizer = counter.delegate.tokenizer
+    for piece in pieces:
+        assert len(tokenizer(piece, add_special_tokens=False)["input_ids"]) <= 6 or len(piece.split()) == 1
+    # without the embedder the same ceiling counts words: one piece
+    alone = ceiling_nlp(max_tokens=6)
+    assert chunk_texts(alone(text)) == [text]
+    assert alone.get_pipe("clin_size_ceiling").token_counter.name == "auto: words"
 
 
 # -- guarantees on bad input -----------------------------------------------------------------------
@@ -223,7 +268,32 @@ def test_disk_round_trip_keeps_the_lists_and_the_ceiling(tmp_path):
 
 def test_no_cut_right_after_a_negation():
     nlp = ceiling_nlp(max_tokens=4)
-    # the middle of these eight words falls right after "no": the cut moves to the next boundary
-    assert chunk_texts(nlp("alpha beta gamma no delta epsilon zeta eta")) == ["alpha beta", "gamma no delta", "epsilon zeta eta"]
+    # the middle of these eight words falls right after "none": the cut moves to the next boundary
+    assert chunk_texts(nlp("alpha beta gamma none delta epsilon zeta eta")) == ["alpha beta", "gamma none delta", "epsilon zeta eta"]
+    # "no" is a function word too: the cut falls before it, and it stays with what it negates
+    assert chunk_texts(nlp("alpha beta gamma no delta epsilon zeta eta")) == ["alpha beta gamma", "no delta", "epsilon zeta eta"]
     # nothing but negations: the guarantee wins over the rule
     assert check(nlp("no " * 9), 4) == ["no no no"] * 3
+
+
+def test_no_cut_inside_a_noun_phrase():
+    four, five = ceiling_nlp(max_tokens=4), ceiling_nlp(max_tokens=5)
+    # a modifier stays with its noun ("developmental delay")
+    assert check(four("child mild developmental delay was seen today after birth"), 4) == [
+        "child mild developmental delay", "was seen today", "after birth"]
+    # "of" stays with the noun before it, and no piece ends with "of" or "the"
+    assert check(five("we describe anomalies of the facial nerve in this family today"), 5) == [
+        "we describe", "anomalies of the facial nerve", "in this family today"]
+    assert check(five("unilateral duplication anomalies of the facial nerve seen today"), 5) == [
+        "unilateral duplication", "anomalies of the facial nerve", "seen today"]
+    # a line break is still a boundary after a modifier
+    assert chunk_texts(four("patient has bilateral\nfever cough rash since monday")) == [
+        "patient has bilateral", "fever cough rash", "since monday"]
+
+
+def test_the_start_of_a_function_word_run_comes_before_the_middle():
+    # no cue but the auxiliary "was": the cut falls before it, and inside the noun phrase
+    # only between two nouns ("onset" | "bilateral")
+    nlp = ceiling_nlp(max_tokens=5)
+    assert chunk_texts(nlp("sudden onset bilateral sensorineural hearing loss was noted yesterday evening")) == [
+        "sudden onset", "bilateral sensorineural hearing loss", "was noted yesterday evening"]

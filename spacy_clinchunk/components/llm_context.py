@@ -8,6 +8,7 @@ heuristic builder) writes a short context that situates it in the note;
 With ``chunks_key`` set (strategy ``contextual``: after the clause chunkers, assertion and
 focus), every span of that group also gets the context of the window it shares most text
 with, and its own enriched text: clause chunks that carry assertion, focus and context.
+The focus spans of ``focus_key`` (``clin_focus``) get their chunk's context (``clin_focus_of``).
 
 The prompt template is data (``initialize(prompt=...)``, saved by ``to_disk``); the calls
 run through :mod:`~spacy_clinchunk.llm.scheduler`; answers are cleaned by
@@ -54,6 +55,7 @@ class LLMContextError(RuntimeError):
     default_config={
         "spans_key": attrs.RAG_CHUNKS_KEY,
         "chunks_key": None,
+        "focus_key": attrs.FOCUS_KEY,
         "chunk_size": 1000,
         "chunk_overlap": 200,
         "encoding": "cl100k_base",
@@ -89,6 +91,7 @@ def make_llm_context(
     name: str,
     spans_key: str,
     chunks_key: Optional[str],
+    focus_key: Optional[str],
     chunk_size: PositiveInt,
     chunk_overlap: NonNegativeInt,
     encoding: str,
@@ -132,6 +135,7 @@ def make_llm_context(
         name,
         spans_key=spans_key,
         chunks_key=chunks_key,
+        focus_key=focus_key,
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         encoding=encoding,
@@ -162,6 +166,7 @@ class LLMContext(Pipe):
         *,
         spans_key: str,
         chunks_key: Optional[str],
+        focus_key: Optional[str],
         chunk_size: int,
         chunk_overlap: int,
         encoding: str,
@@ -184,6 +189,9 @@ class LLMContext(Pipe):
         self.name = name
         self.spans_key = spans_key
         self.chunks_key = chunks_key  # clause chunks that get their window's context (None: windows only)
+        # focus spans of those chunks (clin_focus_of) get their chunk's context; not ``focus_key``:
+        # the resolver reads that attribute as a group the component writes
+        self.focus_group = focus_key
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.encoding_name = encoding
@@ -389,6 +397,12 @@ class LLMContext(Pipe):
         homes = window_of([(c.start_char, c.end_char) for c in chunks], [(w.start_char, w.end_char) for w in windows])
         for chunk, home in zip(chunks, homes):
             _set_context(chunk, "" if home is None else contexts[home])
+        if self.focus_group and self.focus_group in doc.spans:  # a focus span: the context of its chunk
+            focus = doc.spans[self.focus_group]
+            of = attrs.field_names(focus)["focus_of"]
+            for span in focus:
+                number = span._.get(of)
+                _set_context(span, chunks[number]._.clin_context if isinstance(number, int) and 0 <= number < len(chunks) else "")
 
     def _fallback(self, text: str, span: Span, index: int, total: int) -> str:
         if self.fallback is None:

@@ -1,7 +1,7 @@
 """clin_size_ceiling: no chunk longer than ``max_tokens``; an over-long piece is cut inside.
 
-Tokens are counted by ``token_counter`` (words by default, or the wordpieces of the
-downstream embedder). A piece over the ceiling is cut at the best boundary inside it,
+Tokens are counted by ``token_counter``: by default (``AutoTokenCounter.v1``) the wordpieces of
+the downstream embedder when the pipeline has one, words otherwise. A piece over the ceiling is cut at the best boundary inside it,
 and the halves again, until every piece fits (or is one word). The boundaries, best first:
 
 1. a line break inside the piece, or a list marker ("-", "•", "2)", "b.") starting a word;
@@ -9,17 +9,24 @@ and the halves again, until every piece fits (or is one word). The boundaries, b
    the parts of one concept ("cleft lip and palate", the rules of ``keep_coordinated``);
 3. a verb of report ("denies", "reports");
 4. a preposition ("with", "due to");
-5. a word boundary: the middle, or where the piece divides into equal parts under the ceiling.
+5. the start of a run of function words ("was", "the", "has": ``coordination_stop_words``);
+6. a word boundary: the middle, or where the piece divides into equal parts under the ceiling.
 
 Within a class the boundary nearest the middle (in tokens) wins; a cue is taken only when
-it leaves a quarter of the ceiling (at least one token) on each side, and no cut falls right
-after a negation ("no" | "fever"; the word list ``negation_words``). The candidates of a piece
+it leaves a quarter of the ceiling (at least one token) on each side. No cut falls inside a
+noun phrase where the words say so: right after a negation ("no" | "fever"; ``negation_words``),
+after a word no chunk should end with ("of" | "the facial nerve"; the cleaner's
+``trailing_cleanup_words``), before a word that binds two nouns ("anomalies" | "of the facial
+nerve"; ``ceiling_bound_words``), or between a modifier and the content word after it
+("developmental" | "delay"; ``modifier_suffixes``). A line break or list marker is still a
+boundary after any word but a negation. The candidates of a piece
 are found once, in one pass over its words, and kept in sorted lists; each cut picks its
 boundary by bisection, so a piece of n words costs O(n) to scan and O(log n) per cut.
 Pieces are character ranges of ``doc.text``: the text is never rewritten.
 """
 
 import re
+import weakref
 from bisect import bisect_left, bisect_right
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -31,17 +38,17 @@ from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from ..resources_io import Override
 from ..spans import Range, normalize_word
 from .settings import PositiveInt
-from .token_counters import WordCounter
+from .token_counters import AutoTokenCounter, counts_words
 
 FACTORY = "clin_size_ceiling"
 DEFAULT_MAX_TOKENS = 8
-DEFAULT_COUNTER = {"@misc": "spacy_clinchunk.WordCounter.v1"}
+DEFAULT_COUNTER = {"@misc": "spacy_clinchunk.AutoTokenCounter.v1"}
 CUE_LISTS = (  # word lists by rank (after line breaks and list markers, rank 0)
     ("coordinating_conjunctions", "transition_markers"),
     ("ceiling_report_verbs",),
     ("ceiling_prepositions",),
 )
-N_RANKS = 1 + len(CUE_LISTS)
+N_RANKS = 2 + len(CUE_LISTS)  # line breaks and list markers, the cue lists, function-word runs
 _WORD = re.compile(r"\S+")
 _LIST_MARKER = re.compile(r"(?:[-*•·–—▪]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])$")
 
@@ -77,8 +84,10 @@ def _phrase_table(items: Iterable[str]) -> Phrases:
 class SizeCeiling(ChunkRefiner):
     """Cut every chunk over ``max_tokens`` at clause cues, then in the middle."""
 
-    resource_names = tuple(name for names in CUE_LISTS for name in names) + COORDINATION_RESOURCES + ("negation_words",)
-    compiled = ("cue_tables", "coordination", "negations")
+    resource_names = (
+        tuple(name for names in CUE_LISTS for name in names) + COORDINATION_RESOURCES + ("negation_words", "ceiling_bound_words", "trailing_cleanup_words")
+    )
+    compiled = ("cue_tables", "coordination", "negations", "bound_words", "trailing")
 
     def __init__(
         self,
@@ -92,19 +101,35 @@ class SizeCeiling(ChunkRefiner):
         self.max_tokens = max_tokens
         self.token_counter = token_counter
         self.work = 0  # words scanned plus cuts made, since creation (a linear-time check reads it)
+        # the auto counter looks at the whole pipeline, so it is bound at the first run, when
+        # the components after this one exist; a weak reference: the pipeline owns this component
+        self._pipeline = weakref.ref(nlp) if isinstance(token_counter, AutoTokenCounter) else None
         super().__init__(nlp, name, **kwargs)
+
+    def bind_counter(self) -> None:
+        """Let the auto counter choose words or its embedder's wordpieces (once)."""
+        if self._pipeline is not None:
+            self.token_counter.bind(self._pipeline())  # type: ignore[attr-defined]
+            self._pipeline = None
+
+    def __getstate__(self) -> Dict[str, Any]:  # pickled (n_process): bind first, drop the reference
+        self.bind_counter()
+        return dict(self.__dict__)
 
     def setup(self) -> None:
         self.cue_tables = [_phrase_table(w for n in names for w in self.resources[n]) for names in CUE_LISTS]
         self.coordination = rules_from_resources(self.resources, self.lang)
         self.negations = {normalize_word(w) for w in self.resources["negation_words"]}
+        self.bound_words = {normalize_word(w) for w in self.resources["ceiling_bound_words"]}
+        self.trailing = {normalize_word(w) for w in self.resources["trailing_cleanup_words"]}
 
     def __call__(self, doc: Doc) -> Doc:
         # fast path: counting words, a chunk of at most max_tokens tokens has at most as many
         # words, so a group where every chunk is that short is left as it is
         self.resources  # noqa: B018  (data errors surface on every doc, as in ChunkRefiner)
+        self.bind_counter()
         group = doc.spans.get(self.spans_key) if self.spans_key in doc.spans else None
-        if group is not None and isinstance(self.token_counter, WordCounter):
+        if group is not None and counts_words(self.token_counter):
             if all(len(span) <= self.max_tokens for span in group):
                 return doc
         return super().__call__(doc)
@@ -114,7 +139,7 @@ class SizeCeiling(ChunkRefiner):
         self.work += len(words)
         if not words:
             return []
-        if isinstance(self.token_counter, WordCounter):
+        if counts_words(self.token_counter):
             if len(words) <= self.max_tokens:
                 return [(words[0][0], words[-1][1])]
             counts: Sequence[int] = [1] * len(words)
@@ -130,17 +155,27 @@ class SizeCeiling(ChunkRefiner):
     # -- cutting ----------------------------------------------------------------
     def candidates(self, text: str, words: Sequence[Range]) -> Tuple[List[List[int]], List[bool]]:
         """For each rank, the sorted word indices before which a cut may fall, and for every word
-        whether a cut before it is barred (it follows a negation: "no" stays with what it
-        negates). One pass over the words."""
+        whether a cut before it is barred (inside a noun phrase: see the module's docstring).
+        One pass over the words."""
         ranked: List[List[int]] = [[] for _ in range(N_RANKS)]
         normalized = [normalize_word(text[a:b]) for a, b in words]
         piece = (words[0][0], words[-1][1]) if words else (0, 0)
-        barred = [False] + [w in self.negations for w in normalized[:-1]]
+        stop_words, bound, is_modifier = self.coordination.stop_words, self.bound_words, self.coordination.is_modifier
+        function = [w in stop_words for w in normalized]
+        barred = [False] * len(words)
         for i in range(1, len(words)):
-            if barred[i]:
+            before, word = normalized[i - 1], normalized[i]
+            if before in self.negations:
+                barred[i] = True
                 continue
             if "\n" in text[words[i - 1][1]:words[i][0]] or _LIST_MARKER.match(text, words[i][0], words[i][1]):
-                ranked[0].append(i)
+                ranked[0].append(i)  # a line break or list marker beats the noun-phrase rules
+                continue
+            if (
+                before in self.trailing or word in bound
+                or (not function[i] and not function[i - 1] and is_modifier(before))
+            ):
+                barred[i] = True
                 continue
             for rank, table in enumerate(self.cue_tables, start=1):
                 phrase = next((p for p in table.get(normalized[i], ()) if tuple(normalized[i:i + len(p)]) == p), None)
@@ -151,6 +186,9 @@ class SizeCeiling(ChunkRefiner):
                     break  # "aplastic or hypoplastic nails": a conjunction inside one concept is no cue
                 ranked[rank].append(i)
                 break
+            else:
+                if function[i] and not function[i - 1]:
+                    ranked[N_RANKS - 1].append(i)
         return ranked, barred
 
     def _cut(self, text: str, words: Sequence[Range], prefix: Sequence[int]) -> List[Tuple[int, int]]:

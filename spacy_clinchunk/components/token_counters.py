@@ -3,14 +3,19 @@
 A counter maps a sequence of whitespace-separated words to one count per word; the
 ceiling adds them up, so a piece's size is known for every cut without counting again.
 
-- ``spacy_clinchunk.WordCounter.v1``: one per word (the default; no model).
+- ``spacy_clinchunk.AutoTokenCounter.v1`` (the default): the wordpieces of the pipeline's
+  embedder when one is configured (a component with an ``embedder``, such as
+  ``clin_semantic_window``, or a spacy-transformers ``transformer``), words otherwise. It
+  looks at the pipeline when the ceiling first runs (components after the ceiling count),
+  and imports no model library when there is no embedder.
+- ``spacy_clinchunk.WordCounter.v1``: one per word (no model).
 - ``spacy_clinchunk.EmbedderTokenCounter.v1``: the wordpieces of the downstream embedder's
   tokenizer (``transformers.AutoTokenizer``, loaded on first use). Special tokens
   ([CLS], [SEP]) are not counted: leave room for them under the model's limit. For a
   WordPiece tokenizer (MiniLM, BERT) the sum over words equals the count of the piece;
   for byte-level BPE it is close, not exact.
 """
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from spacy.util import registry
 
@@ -61,6 +66,59 @@ class EmbedderTokenCounter:
 
     def __getstate__(self) -> Dict[str, Any]:  # n_process: the worker loads its own tokenizer
         return {"model": self.model, "_tokenizer": None, "_cache": {}}
+
+
+class AutoTokenCounter:
+    """Words, or the wordpieces of the embedder the pipeline has: decided by :meth:`bind`."""
+
+    def __init__(self) -> None:
+        self.delegate: Optional[Callable[[Sequence[str]], List[int]]] = None
+
+    @property
+    def name(self) -> str:
+        return "auto" if self.delegate is None else f"auto: {self.delegate.name}"  # type: ignore[attr-defined]
+
+    def bind(self, nlp: Any) -> None:
+        """Pick the counter for ``nlp``'s pipeline (once; a later call keeps the first choice)."""
+        if self.delegate is None:
+            model = embedder_model(nlp) if nlp is not None else None
+            self.delegate = WordCounter() if model is None else EmbedderTokenCounter(model)
+
+    def __call__(self, words: Sequence[str]) -> List[int]:
+        if self.delegate is None:
+            self.bind(None)
+        return self.delegate(words)  # type: ignore[misc]
+
+
+def counts_words(counter: Any) -> bool:
+    """Whether ``counter`` gives one token per word (the ceiling's fast path)."""
+    if isinstance(counter, AutoTokenCounter):
+        counter = counter.delegate
+    return isinstance(counter, WordCounter)
+
+
+def embedder_model(nlp: Any) -> Optional[str]:
+    """The model name of the first embedder in ``nlp``'s pipeline, or None.
+
+    An embedder is a component's ``embedder`` with a model name (``clin_semantic_window``'s
+    sentence-transformers model), or a spacy-transformers ``transformer`` component (its
+    ``model.name``; also what a ``TransformerListener.v1`` embedder reads).
+    """
+    for pipe_name, pipe in nlp.pipeline:
+        embedder = getattr(pipe, "embedder", None)
+        model = getattr(embedder, "model_name", None)
+        if isinstance(model, str) and model:
+            return model
+        if type(pipe).__name__ == "Transformer":
+            name = nlp.get_pipe_config(pipe_name).get("model", {}).get("name")
+            if isinstance(name, str) and name:
+                return name
+    return None
+
+
+@registry.misc("spacy_clinchunk.AutoTokenCounter.v1")
+def auto_token_counter_v1() -> AutoTokenCounter:
+    return AutoTokenCounter()
 
 
 @registry.misc("spacy_clinchunk.WordCounter.v1")

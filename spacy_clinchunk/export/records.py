@@ -22,6 +22,7 @@ from spacy.tokens import Doc, Span
 
 from .. import attrs
 from ..fileio import make_private, open_private
+from ..spans import doc_text
 from .host_values import has_host_sections, host_section, plain_value, section_name
 from .ids import DocumentIds, document_id, record_ids
 
@@ -97,17 +98,12 @@ def span_attributes(
 
     ``extensions`` (from :func:`registered_extensions` of the span's group) lets a caller with
     many spans look the registry up once; ``span._`` is built once per span, not once per
-    attribute."""
-    found: Dict[str, Any] = {}
+    attribute, and stored values are read as :func:`attrs.set_span_values` reads them."""
     extensions = registered_extensions() if extensions is None else extensions
     if not extensions:
-        return found
-    underscore = span._ if underscore is None else underscore
-    for field, name, default in extensions:
-        value = getattr(underscore, name)
-        if value is not None and value != default:
-            found[field] = value if isinstance(value, (str, int, float)) else plain_value(value, span.doc)
-    return found
+        return {}
+    found = attrs.set_span_values(span, extensions, underscore)
+    return {f: v if isinstance(v, (str, int, float)) else plain_value(v, span.doc) for f, v in found.items()}
 
 
 def span_group(doc: Doc, spans_key: str) -> List[Span]:
@@ -169,10 +165,12 @@ def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_link
     source = None if source is None else str(source)
     sectioned = has_host_sections(doc)
     records = []
+    text = doc_text(doc)
     for number, span in enumerate(spans):
         underscore = span._
         set_values = span_attributes(span, extensions, underscore)
         host_category, host_title = host_section(span) if sectioned else (None, None)
+        start, end = span.start_char, span.end_char
         records.append(
             {
                 "id": ids[number],
@@ -181,9 +179,9 @@ def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_link
                 "source": source,
                 "spans_key": spans_key,
                 "index": number,
-                "start": span.start_char,
-                "end": span.end_char,
-                "text": span.text,
+                "start": start,
+                "end": end,
+                "text": text[start:end],
                 "label": span.label_ or None,
                 "assertion": set_values.get("assertion"),
                 "assertion_cues": list(set_values.get("assertion_cues") or []),
@@ -228,8 +226,10 @@ def default_chunks_key(doc: Doc) -> str:
     )
 
 
-def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = None, sectioned: bool = True) -> Dict[str, Any]:
-    record: Dict[str, Any] = {"text": span.text, "start": span.start_char, "end": span.end_char}
+def span_record(span: Span, extensions: Optional[List] = None, sectioned: bool = True, text: Optional[str] = None) -> Dict[str, Any]:
+    """``{text, start, end, ...attributes}``; ``text``: the doc's text, sliced (read once per group)."""
+    start, end = span.start_char, span.end_char
+    record: Dict[str, Any] = {"text": span.text if text is None else text[start:end], "start": start, "end": end}
     record.update(span_attributes(span, extensions))
     if "section" in record:
         record["section"] = section_name(record["section"], span.doc)
@@ -242,10 +242,12 @@ def span_record(span: Span, extensions: Optional[List[Tuple[str, str, Any]]] = N
 
 def _group_records(group: Any, ids: Optional[List[str]] = None, fields: Fields = None) -> List[Dict[str, Any]]:
     extensions = registered_extensions(group, fields=fields)
-    sectioned = has_host_sections(group.doc) if len(group) else False
+    spans = list(group)
+    sectioned = has_host_sections(group.doc) if spans else False
+    text = doc_text(spans[0].doc) if spans else None
     if ids is None:
-        return [span_record(s, extensions, sectioned) for s in group]
-    return [{"id": i, **span_record(s, extensions, sectioned)} for i, s in zip(ids, group)]
+        return [span_record(s, extensions, sectioned, text) for s in spans]
+    return [{"id": i, **span_record(s, extensions, sectioned, text)} for i, s in zip(ids, spans)]
 
 
 def doc_to_record(
