@@ -142,7 +142,10 @@ def test_empty_input_gives_empty_files_with_the_schema(tmp_path):
 
 def test_doc_to_record_keeps_its_shape(nlp):
     record = doc_to_record(_doc(nlp))
-    assert record["id"] == "a/note.txt" and record["doc"] == {"source": "notes/a/note.txt"}
+    assert record["id"] == "a/note.txt" and record["doc"]["source"] == "notes/a/note.txt"
+    # the language whose assertion rules applied, and the detector's share of evidence for it
+    assert record["doc"]["language"] == "en" and 0.5 <= record["doc"]["language_score"] <= 1
+    assert set(record["doc"]) == {"source", "language", "language_score"}
     assert {"text", "start", "end", "assertion"} <= set(record["chunks"][0])
 
 

@@ -247,7 +247,7 @@ class ContextAssertion(Pipe):
         engine = self._engines.get(lang)
         if engine is None:
             matcher = compile_rules(self.nlp, self.name, self._effective_rules(lang), self.max_scope)
-            light = {w.lower() for w in self.light_words_for(lang)}
+            light = {w.lower() for w in self.light_words_for(lang)} | _foreign_stop_words(self.nlp, lang)
             engine = AssertionEngine(matcher, SectionTable(self.sections_for(lang)), light, self.max_scope)
             self._engines[lang] = engine
         return engine
@@ -393,6 +393,16 @@ class ContextAssertion(Pipe):
                 others[lang] = srsly.read_json(file)
         self._load(cfg, rules, str(path / RULES_FILE), others)
         return self
+
+
+def _foreign_stop_words(nlp: Language, lang: str) -> set:
+    """spaCy's stop words of ``lang`` when the tokenizer is of another language: with "auto",
+    "le" in "Le patient ne présente plus ..." is as light under an English tokenizer."""
+    if lang == nlp.lang:
+        return set()
+    from spacy.util import get_lang_class
+
+    return {w.lower() for w in get_lang_class(lang).Defaults.stop_words}
 
 
 def language_rules_file(lang: str) -> str:

@@ -1,0 +1,221 @@
+"""Languages of clin_context_assertion: detection per document ("auto"), forced languages,
+the cues of each language, saved pipelines, and the bundled notes in de/es/fr/nl.
+
+Every case in ``tests/data/assertion_languages/cues.txt`` runs twice: under the tokenizer of
+its language and under an English tokenizer (what the shipped configs have), with
+``language = "auto"``, so the cue, the detection and the tokenization are checked together.
+"""
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+import spacy
+
+from cli_helpers import run_cli
+from conftest import ROOT
+from spacy_clinchunk.assertion.language import detect_language
+from spacy_clinchunk.components.context_assertion import FACTORY, language_rules_file
+from spacy_clinchunk.pipeline import load_pipeline
+
+pytest.importorskip("medspacy")
+
+KEY = "concepts"
+CUES = Path(__file__).resolve().parent / "data" / "assertion_languages" / "cues.txt"
+EXAMPLES = ROOT / "resources" / "examples"
+OTHER_LANGS = ("de", "es", "fr", "nl")
+
+
+def _cases():
+    rows = []
+    for line in CUES.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            lang, text, concept, status = line.split(" | ")
+            rows.append((lang, text, concept, status))
+    return rows
+
+
+_NLPS = {}
+
+
+def auto_nlp(tokenizer_lang):
+    if tokenizer_lang not in _NLPS:
+        nlp = spacy.blank(tokenizer_lang)
+        nlp.add_pipe("sentencizer")
+        nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})  # language: "auto", the default
+        _NLPS[tokenizer_lang] = nlp
+    return _NLPS[tokenizer_lang]
+
+
+def concept_doc(nlp, text, concept):
+    doc = nlp.make_doc(text)
+    start = text.index(concept)
+    doc.spans[KEY] = [doc.char_span(start, start + len(concept), alignment_mode="expand")]
+    return nlp(doc)
+
+
+def status_of(nlp, text, concept):
+    doc = concept_doc(nlp, text, concept)
+    return doc.spans[KEY][0]._.clin_assertion
+
+
+# -- detection -----------------------------------------------------------------------
+SHORT = {
+    "en": ["No fever.", "Denies chest pain.", "History of asthma.", "Mother has diabetes."],
+    "de": ["Kein Fieber.", "V.a. Pneumonie.", "Z.n. Appendektomie.", "Die Mutter hatte Brustkrebs."],
+    "es": ["Niega disnea.", "Sin soplos.", "Antecedentes de asma.", "Padre con cardiopatía isquémica."],
+    "fr": ["Pas de fièvre.", "Pas d'œdème.", "Antécédents d'asthme.", "Sa mère a un diabète."],
+    "nl": ["Geen koorts.", "Harttonen normaal.", "Status na appendectomie.", "Moeder heeft diabetes."],
+}
+
+
+@pytest.mark.parametrize("lang,text", [(lang, t) for lang, texts in SHORT.items() for t in texts])
+def test_each_language_is_detected_on_short_clinical_sentences(lang, text):
+    guess = detect_language(text)
+    assert guess.sure and guess.language == lang, (text, guess)
+
+
+@pytest.mark.parametrize("text", ["BP 120/80, HR 72, SpO2 98 %", "", "12.03.2024 - 15:30", "Kein Fieber. No cough. Pas de toux."])
+def test_text_without_enough_evidence_is_unsure(text):
+    assert not detect_language(text).sure
+
+
+@pytest.mark.parametrize("text,lang", [("Il paziente non ha febbre e non riferisce dolore.", "it"),
+                                       ("O paciente nega febre e não apresenta dor.", "pt")])
+def test_a_language_we_do_not_support_is_not_taken_for_one_we_do(text, lang):
+    guess = detect_language(text)
+    assert guess.language == lang and not guess.sure
+
+
+def test_unsure_documents_get_english_rules_and_one_warning_without_their_text():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    texts = {"BP 120/80 mmHg": "BP", "HR 72/min": "HR", "Il paziente non ha febbre": "febbre"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        docs = [concept_doc(nlp, text, concept) for text, concept in texts.items()]
+    ours = [w for w in caught if FACTORY in str(w.message)]
+    assert len(ours) == 1
+    assert not any(t in str(ours[0].message) for t in ("BP", "febbre", "120"))
+    assert [d._.clin_language for d in docs] == ["en"] * 3 and {d._.clin_language_score for d in docs} == {None}
+
+
+def test_a_detected_document_records_its_language_and_score_and_gives_no_warning():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        doc = concept_doc(auto_nlp("en"), "Paciente de 45 años. Niega disnea.", "disnea")
+    assert not [w for w in caught if FACTORY in str(w.message)]
+    assert doc._.clin_language == "es" and 0.5 <= doc._.clin_language_score <= 1
+    assert doc.spans[KEY][0]._.clin_assertion == "negated"
+
+
+# -- forced languages and null -------------------------------------------------------
+def test_an_explicit_language_is_forced_and_null_is_the_pipeline_language():
+    english = spacy.blank("en")
+    english.add_pipe("sentencizer")
+    english.add_pipe(FACTORY, config={"span_keys": [KEY], "language": "en"})
+    doc = concept_doc(english, "Niega disnea.", "disnea")
+    assert doc._.clin_language == "en" and doc.spans[KEY][0]._.clin_assertion == "affirmed"
+    spanish = spacy.blank("es")
+    spanish.add_pipe("sentencizer")
+    pipe = spanish.add_pipe(FACTORY, config={"span_keys": [KEY], "language": None})
+    doc = concept_doc(spanish, "Niega disnea.", "disnea")
+    assert pipe.languages == ("es",) and doc._.clin_language == "es" and doc._.clin_language_score is None
+    assert doc.spans[KEY][0]._.clin_assertion == "negated"
+
+
+def test_the_cli_detects_a_spanish_note_without_lang_and_lang_forces_one():
+    text = "Paciente de 45 años.\nNiega disnea. Sin soplos.\n"
+    auto = run_cli("chunk", "-", "--strategy", "assertion", "--format", "jsonl", stdin=text)
+    assert auto.returncode == 0, auto.stderr
+    record = json.loads(auto.stdout.splitlines()[0])
+    status = {c["text"]: c["assertion"] for c in record["chunks"]}
+    assert status["Niega disnea"] == "negated" and status["Sin soplos"] == "negated"
+    assert record["doc"]["language"] == "es"
+    forced = run_cli("chunk", "-", "--strategy", "assertion", "--lang", "en", "--format", "jsonl", stdin=text)
+    record = json.loads(forced.stdout.splitlines()[0])
+    assert record["doc"]["language"] == "en"
+    assert {c["text"]: c["assertion"] for c in record["chunks"]}["Niega disnea"] == "affirmed"
+
+
+# -- the cues of each language -------------------------------------------------------
+@pytest.mark.parametrize("tokenizer", ["own", "en"])
+@pytest.mark.parametrize("lang,text,concept,status", _cases())
+def test_language_cues(tokenizer, lang, text, concept, status):
+    doc = concept_doc(auto_nlp(lang if tokenizer == "own" else "en"), text, concept)
+    span = doc.spans[KEY][0]
+    assert (doc._.clin_language, span._.clin_assertion) == (lang, status), span._.clin_assertion_cues
+
+
+# -- saved pipelines -----------------------------------------------------------------
+def test_a_saved_auto_pipeline_carries_every_language_and_uses_what_it_saved(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    nlp.initialize()
+    nlp.to_disk(tmp_path / "p")
+    folder = tmp_path / "p" / FACTORY
+    for lang in OTHER_LANGS:
+        assert (folder / language_rules_file(lang)).is_file()
+    cfg = json.loads((folder / "cfg.json").read_text(encoding="utf-8"))
+    assert sorted(cfg["languages"]) == sorted(OTHER_LANGS) and cfg["source"]["lang"] == "auto"
+    texts = {"es": ("Niega disnea.", "disnea"), "de": ("Kein Fieber.", "Fieber"), "fr": ("Pas d'embolie.", "embolie")}
+    loaded = spacy.load(tmp_path / "p")
+    for text, concept in texts.values():
+        assert status_of(loaded, text, concept) == "negated"
+    # the saved Spanish rules are the ones used: without "niega" the finding stands
+    rules_file = folder / language_rules_file("es")
+    rules = json.loads(rules_file.read_text(encoding="utf-8"))
+    rules["context_rules"] = [r for r in rules["context_rules"] if r["literal"] != "niega"]
+    rules_file.write_text(json.dumps(rules), encoding="utf-8")
+    edited = spacy.load(tmp_path / "p")
+    assert status_of(edited, *texts["es"]) == "affirmed"
+    assert status_of(edited, *texts["de"]) == "negated"
+
+
+def test_bytes_round_trip_of_an_auto_pipe_keeps_every_language():
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
+    pipe.add_rules([{"literal": "zonk", "category": "NEGATED_EXISTENCE", "direction": "FORWARD"}])
+    other = spacy.blank("en").add_pipe(FACTORY, config={"span_keys": [KEY]})
+    other.from_bytes(pipe.to_bytes())
+    for lang in pipe.languages:
+        assert other.rules_for(lang) == pipe.rules_for(lang)
+        assert any(r["literal"] == "zonk" for r in other.rules_for(lang))
+
+
+# -- the bundled notes ---------------------------------------------------------------
+# rows whose status needs the section and scope work of issue 27 that lands with another
+# branch: the French header " :" (a space before the colon) and "sans" inside a chunk
+AWAITING_SECTIONS = {"fr": {21, 25}}
+
+
+@pytest.fixture(scope="module")
+def assertion_pipeline():
+    return load_pipeline("assertion")
+
+
+def _note(assertion_pipeline, lang):
+    text = (EXAMPLES / f"discharge_summary_{lang}.txt").read_text(encoding="utf-8")
+    expected = [json.loads(line) for line in (EXAMPLES / f"discharge_summary_{lang}.expected.jsonl").open(encoding="utf-8")]
+    doc = assertion_pipeline(text)
+    got = [{"start": s.start_char, "end": s.end_char, "text": s.text, "status": s._.clin_assertion} for s in doc.spans["clin_chunks"]]
+    return doc, expected, got
+
+
+@pytest.mark.parametrize("lang", OTHER_LANGS)
+def test_bundled_note_is_detected_and_every_chunk_has_its_clinical_status(assertion_pipeline, lang):
+    doc, expected, got = _note(assertion_pipeline, lang)
+    assert doc._.clin_language == lang
+    assert [(e["start"], e["end"], e["text"]) for e in expected] == [(g["start"], g["end"], g["text"]) for g in got]
+    awaiting = AWAITING_SECTIONS.get(lang, set())
+    wrong = [(i, e["text"], e["status"], g["status"]) for i, (e, g) in enumerate(zip(expected, got))
+             if i not in awaiting and e["status"] != g["status"]]
+    assert not wrong
+
+
+@pytest.mark.xfail(strict=True, reason="French headers with ' :' and 'sans' inside a chunk: section/scope work of issue 27 on another branch")
+def test_bundled_french_note_rows_awaiting_the_section_work(assertion_pipeline):
+    _, expected, got = _note(assertion_pipeline, "fr")
+    assert [expected[i]["status"] for i in sorted(AWAITING_SECTIONS["fr"])] == [got[i]["status"] for i in sorted(AWAITING_SECTIONS["fr"])]
