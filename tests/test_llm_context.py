@@ -521,11 +521,12 @@ def test_contextual_rag_config_assembles_and_runs(server, tmp_path, monkeypatch)
 
 
 def test_cli_sums_llm_usage(server, tmp_path, monkeypatch):
-    note = tmp_path / "note.txt"
+    note, copy = tmp_path / "note.txt", tmp_path / "copy.txt"  # one file given twice is read once
     note.write_text(make_note(30, seed=42))
+    copy.write_text(note.read_text())
     monkeypatch.setenv("SPACY_CLINCHUNK_CACHE", str(tmp_path / "cache"))
     result = run_cli(
-        "chunk", note, note, "--config", CONFIG_DIR / "contextual_rag.cfg", "--spans-key", KEY, "--format", "jsonl",
+        "chunk", note, copy, "--config", CONFIG_DIR / "contextual_rag.cfg", "--spans-key", KEY, "--format", "jsonl",
         "--components.clin_llm_context.model.base_url", server.url,
         "--components.clin_llm_context.chunk_size", "100", "--components.clin_llm_context.chunk_overlap", "20",
         "--components.clin_llm_context.cache", '{"@misc": "spacy_clinchunk.SQLiteCache.v1"}',
@@ -536,7 +537,7 @@ def test_cli_sums_llm_usage(server, tmp_path, monkeypatch):
     fields = dict(item.split("=") for item in summary[0].split(": ", 1)[1].split())
     n_chunks = sum(len(__import__("json").loads(line)["chunks"]) for line in result.stdout.splitlines())
     assert int(fields["calls"]) + int(fields["cache_hits"]) == n_chunks
-    assert int(fields["cache_hits"]) >= n_chunks // 2  # the same note twice: the second is cached
+    assert int(fields["cache_hits"]) >= n_chunks // 2  # the same text twice: the second is cached
     assert int(fields["failures"]) == 0
     assert (tmp_path / "cache" / "llm_context.sqlite").is_file()
 
