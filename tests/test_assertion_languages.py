@@ -186,11 +186,6 @@ def test_bytes_round_trip_of_an_auto_pipe_keeps_every_language():
 
 
 # -- the bundled notes ---------------------------------------------------------------
-# rows whose status needs the section and scope work of issue 27 that lands with another
-# branch: the French header " :" (a space before the colon) and "sans" inside a chunk
-AWAITING_SECTIONS = {"fr": {21, 25}}
-
-
 @pytest.fixture(scope="module")
 def assertion_pipeline():
     return load_pipeline("assertion")
@@ -209,13 +204,7 @@ def test_bundled_note_is_detected_and_every_chunk_has_its_clinical_status(assert
     doc, expected, got = _note(assertion_pipeline, lang)
     assert doc._.clin_language == lang
     assert [(e["start"], e["end"], e["text"]) for e in expected] == [(g["start"], g["end"], g["text"]) for g in got]
-    awaiting = AWAITING_SECTIONS.get(lang, set())
     wrong = [(i, e["text"], e["status"], g["status"]) for i, (e, g) in enumerate(zip(expected, got))
-             if i not in awaiting and e["status"] != g["status"]]
+             if e["status"] != g["status"]]
     assert not wrong
 
-
-@pytest.mark.xfail(strict=True, reason="French headers with ' :' and 'sans' inside a chunk: section/scope work of issue 27 on another branch")
-def test_bundled_french_note_rows_awaiting_the_section_work(assertion_pipeline):
-    _, expected, got = _note(assertion_pipeline, "fr")
-    assert [expected[i]["status"] for i in sorted(AWAITING_SECTIONS["fr"])] == [got[i]["status"] for i in sorted(AWAITING_SECTIONS["fr"])]

@@ -83,7 +83,8 @@ POST_NEGATION = [
 ]
 
 # A comma (or "and") that opens a new finding with its own predicate ends the scope; a list of
-# findings under one cue stays under it.
+# findings under one cue stays under it. Where the new finding is a normal-exam word of its
+# language ("souple", "schoon", "soepel"), it reads "normal", not "negated": the scope ended.
 SCOPE_ENDS = [
     ("en", "No murmurs, lungs clear.", "lungs clear", "affirmed"),
     ("en", "No murmurs, lungs clear.", "murmurs", "negated"),
@@ -103,10 +104,10 @@ SCOPE_ENDS = [
     ("es", "No fiebre, escalofríos ni tos.", "tos", "negated"),
     ("es", "Sin soplos ni roces.", "roces", "negated"),
     ("fr", "Pas de souffle, poumons clairs.", "poumons clairs", "affirmed"),
-    ("fr", "Pas de fièvre, abdomen souple.", "abdomen souple", "affirmed"),
+    ("fr", "Pas de fièvre, abdomen souple.", "abdomen souple", "normal"),
     ("fr", "Pas de fièvre, frissons ou toux.", "toux", "negated"),
-    ("nl", "Geen souffles, longen schoon.", "longen schoon", "affirmed"),
-    ("nl", "Geen oedeem, buik soepel.", "buik soepel", "affirmed"),
+    ("nl", "Geen souffles, longen schoon.", "longen schoon", "normal"),
+    ("nl", "Geen oedeem, buik soepel.", "buik soepel", "normal"),
     ("nl", "Geen koorts, rillingen of hoest.", "hoest", "negated"),
 ]
 

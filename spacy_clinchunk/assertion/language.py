@@ -43,7 +43,7 @@ _WORDS: Dict[str, str] = {
         vomiting nausea diarrhea murmur murmurs soft lungs clear heart lesion allergies medications
         surgical rash chief complaint assessment impression findings hypertension change changes tone
         increased decreased swelling weakness onset then new started stopped recommended ventricle
-        carcinoma tumor asthma acute bilateral renal pleural type moderate""",
+        carcinoma tumor asthma acute bilateral renal pleural type moderate abdomen""",
     "de": """der die das und ist mit nicht kein keine keinen keinem keiner ohne bei auf im ein eine einer
         eines einen dem den des zu zur zum von nach sich auch wurde wurden werden wird hat haben sind
         war waren unter über sowie bzw patient patientin befund befunde verdacht zustand fieber
@@ -59,7 +59,7 @@ _WORDS: Dict[str, str] = {
         neu begonnen abgesetzt beschwerden linker linke linken rechter rechte ventrikel karzinom tumor
         fragliche raumforderung anamnestisch bronchiale asthma alte alter altes negativ blieben steril
         normwertig fraglicher kleiner kleine großer sollte auftreten bitte akute akuter virale
-        leichtgradig mittelgradig hochgradig""",
+        leichtgradig mittelgradig hochgradig abdomen""",
     "es": """el la los las de del que en con por para una un se su sus es está están presenta presentó sin no
         niega ni al lo le como pero más muy sobre desde hasta tras hace fue ha han tiene paciente
         antecedentes dolor fiebre tos disnea madre padre hermano hermana diagnóstico tratamiento alta
@@ -89,7 +89,7 @@ _WORDS: Dict[str, str] = {
         hypertension artérielle changement modification augmentation diminution gonflement faiblesse
         début nouveau débuté arrêté recommandé plaintes gauche droit droite ventricule carcinome tumeur
         appendicite rythme sinusal tracé infection urinaire basse oncle maternel paternel épileptique
-        histoire familiale mort subite signale nausée vomissement type aiguë aigu modérée légère sévère""",
+        histoire familiale mort subite signale nausée vomissement type aiguë aigu modérée légère sévère abdomen""",
     "nl": """de het een en van in is met niet geen zonder op voor bij naar te er dat die zijn was werd wordt
         heeft hebben had ook maar of om aan als door uit na nog wel patiënt koorts pijn hoest moeder
         vader broer zus voorgeschiedenis onderzoek behandeling opname ontslag beleid conclusie klachten
@@ -102,7 +102,7 @@ _WORDS: Dict[str, str] = {
         geadviseerd linker rechter ventrikel carcinoom tumor operatie cholecystectomie appendectomie
         tiener diagnose acute afwezig goed huid gaaf echografisch verdacht differentiaal diagnostisch
         virale infectie terugkomen indien optreden plotse familie doorgemaakt kind mazelen normale matig
-        ernstig licht""",
+        ernstig licht abdomen""",
     "it": """il di della delle dei degli che non per nel nella alla sono anni paziente dolore febbre anamnesi
         esame terapia è stato stata anche""",
     "pt": """não com um uma sem paciente dor febre mãe pai anos nega foi está são também exame história ao à

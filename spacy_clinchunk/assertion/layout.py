@@ -15,9 +15,13 @@ from spacy.tokens import Doc
 from ..spans import hard_breaks
 from .sections import SECTIONIZER_STATUS, Section, SectionTable
 
-# Section headers and form labels: an upper-case label followed by ':', or a short
-# label at the start of a line followed by ':' and whitespace.
-_UPPER_HEADER = re.compile(r"(?<![\w/])[A-Z][A-Z0-9/&()'\-]+(?:[ \t]+[A-Z0-9/&()'\-]+)*[ \t]*:(?!\d)")
+# Section headers and form labels: an upper-case label followed by ':' (accented capitals
+# too: "ANTÉCÉDENTS FAMILIAUX :", with the space French typography puts before a colon), or a
+# short label at the start of a line followed by ':' and whitespace.
+_UPPER = "A-Z\u00c0-\u00d6\u00d8-\u00de\u0152"
+_UPPER_HEADER = re.compile(
+    rf"(?<![\w/])[{_UPPER}][{_UPPER}0-9/&()'\-]+(?:[ \t]+[{_UPPER}0-9/&()'\-]+)*[ \t]*:(?!\d)"
+)
 # (at most five words: "Call for any of the following:" opens a list, it is no label)
 # (a bullet or an item number may come first: "• Antecedentes personales:", "1. Past history:")
 _LINE_LABEL = re.compile(
