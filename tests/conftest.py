@@ -82,6 +82,10 @@ MATRIX_WHOLE = {
     "test_cleaner.py",
     "test_resources.py",
     "test_context_assertion.py",
+    # spaCy 3.8's tokenizers (3.12/3.13) split elisions and hyphens their own way
+    "test_assertion_languages.py",
+    "test_assertion_precision.py",
+    "test_assertion_sections.py",
 }
 MATRIX_MODULES = MATRIX_WHOLE | {"test_config_contract.py", "test_packaging.py"}
 
