@@ -4,7 +4,10 @@
 
 ``view.png``: the ``assertion`` strategy, a negated chunk selected (its details in the side
 panel). ``view-focus.png``: the ``retrieval`` strategy's focus spans inside their chunks,
-a chunk in keyboard focus. Pages are titled with the note's file name only, so no
+a chunk in keyboard focus. ``view-context.png``: the ``contextual_rag`` strategy's
+retrieval windows, the first selected with its LLM context in the side panel; the context comes
+from the tests' loopback server (``tests/llm_server.py``: it names each window's first
+words), so no model is needed and nothing leaves 127.0.0.1. Pages are titled with the note's file name only, so no
 screenshot shows a folder of the machine it was taken on. Needs Playwright and a Chromium
 (Debian: ``apt-get install chromium``); nothing is fetched from the network.
 """
@@ -19,12 +22,12 @@ NOTE = ROOT / "resources" / "examples" / "discharge_summary_en.txt"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 
-def page_of(strategy: str, spans_key: str = None) -> str:
+def page_of(strategy: str, spans_key: str = None, overrides: dict = None) -> str:
     from spacy_clinchunk.attrs import register_extensions
     from spacy_clinchunk.export.view import render_html
     from spacy_clinchunk.pipeline import load_pipeline
 
-    nlp = load_pipeline(strategy)
+    nlp = load_pipeline(strategy, overrides)
     register_extensions()
     doc = nlp.make_doc(NOTE.read_text(encoding="utf-8"))
     doc._.clin_doc_id, doc._.clin_source = NOTE.stem, NOTE.name
@@ -38,12 +41,33 @@ def _chunks_key(nlp) -> str:
     return span_keys_of(nlp)[1]
 
 
+def context_page() -> str:
+    """The ``contextual_rag`` page, its contexts written by the loopback test server."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from llm_server import FakeLLMServer
+
+    server = FakeLLMServer().start()
+    try:
+        return page_of("contextual_rag", overrides={"components.clin_llm_context.model.base_url": server.url})
+    finally:
+        server.stop()
+
+
+def select_first_window(page) -> None:
+    """Keyboard selection (focus, Enter), as a reader without a mouse would; then back to
+    the top of the page, where the legend and the panel's heading are."""
+    page.locator(".chunk").first.focus()
+    page.keyboard.press("Enter")
+    page.evaluate("window.scrollTo(0, 0)")
+
+
 def shoot(chromium: str, out_dir: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     shots = {
         "view.png": (page_of("assertion"), lambda page: page.locator('.chunk[data-assertion="negated"]').nth(1).click()),
         "view-focus.png": (page_of("retrieval"), lambda page: page.locator(".chunk:has(mark.focus)").nth(3).focus()),
+        "view-context.png": (context_page(), select_first_window),
     }
     with tempfile.TemporaryDirectory() as profile, sync_playwright() as p:
         context = p.chromium.launch_persistent_context(

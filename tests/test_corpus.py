@@ -435,3 +435,21 @@ def test_a_rerun_with_documents_still_failed_exits_non_zero_and_says_how_many(tm
     fixed = capsys.readouterr().err
     assert ", 0 errors," in fixed and "in all shards" not in fixed
     assert read_output(out)["old"]["chunks"][0]["text"] == "Fièvre"
+
+
+def test_corpus_ids_stay_unique_for_suffix_twins_and_ids_repeated_in_a_file(tmp_path):
+    """``a.txt`` / ``a.text`` keep their suffix in a corpus run too; an id repeated inside one
+    JSONL file becomes ``<id>#1``, and a rerun gives the same ids."""
+    notes = tmp_path / "in"
+    notes.mkdir()
+    for name in ("a.txt", "a.text"):
+        (notes / name).write_text("No fever. Mild cough.\n", encoding="utf-8")
+    rows = [{"id": "x", "text": "Denies chest pain."}, {"id": "x", "text": "Cough."}]
+    (notes / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    shards = plan_shards([str(notes)])
+    assert sorted(doc.id for shard in shards for doc in read_shard(shard)) == ["a.text", "a.txt", "x", "x"]
+    run_corpus("punct_conj_cleaned", [str(notes)], tmp_path / "out")
+    ids = sorted(read_output(tmp_path / "out"))
+    assert ids == ["a.text", "a.txt", "x", "x#1"]
+    run_corpus("punct_conj_cleaned", [str(notes)], tmp_path / "again")
+    assert sorted(read_output(tmp_path / "again")) == ids

@@ -311,3 +311,30 @@ def test_write_records_gives_repeated_documents_ids_of_their_own(nlp, tmp_path):
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len({r["id"] for r in records}) == len(records)
     assert sorted({r["doc_id"] for r in records}) == [records[0]["doc_id"], records[0]["doc_id"] + "#1"]
+
+
+def test_cli_record_ids_are_unique_over_files_and_records_that_share_an_id(tmp_path, capsys, monkeypatch):
+    """``a.txt`` and ``a.text`` keep their suffix; two JSONL files that both say ``"id": "x"``
+    give ``x`` and ``x#1``: every record id of the run is distinct, in records and jsonl."""
+    ward = tmp_path / "w"
+    ward.mkdir()
+    for name in ("a.txt", "a.text"):
+        (ward / name).write_text("No fever. Mild cough.\n", encoding="utf-8")
+    for name in ("r1.jsonl", "r2.jsonl"):
+        (tmp_path / name).write_text(json.dumps({"id": "x", "text": "Denies chest pain."}) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    paths = ["w/a.txt", "w/a.text", "r1.jsonl", "r2.jsonl"]
+    assert main(["chunk", *paths, "--strategy", "assertion", "--format", "records"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted({r["doc_id"] for r in records}) == ["w/a.text", "w/a.txt", "x", "x#1"]
+    assert len({r["id"] for r in records}) == len(records) == 6
+    assert main(["chunk", *paths, "--strategy", "assertion", "--format", "jsonl"]) == 0
+    assert [json.loads(line)["id"] for line in capsys.readouterr().out.splitlines()] == ["w/a.txt", "w/a.text", "x", "x#1"]
+
+
+def test_write_records_can_store_repeated_identical_documents_once(nlp, tmp_path):
+    docs = [nlp("No fever. Mild cough."), nlp("No fever. Mild cough."), nlp("Chest pain.")]
+    written = write_records(docs, "records", tmp_path / "out.jsonl", dedupe=True)
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert written == len(records) == len(chunk_records(docs[0])) + len(chunk_records(docs[2]))
+    assert len({r["doc_id"] for r in records}) == 2

@@ -149,8 +149,12 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
 
 
 def _chunk_files(args, nlp, files, sink, out, focus_key, fields, counts, usages) -> None:
-    """Chunk every input document and write it; ``counts`` and ``usages`` tell what happened."""
-    progress = _progress(args, files)
+    """Chunk every input document and write it; ``counts`` and ``usages`` tell what happened.
+    Ids are unique over the whole run: a repeated one (two JSONL files that both hold id
+    ``x``) becomes ``x#1``, as in every export (:class:`DocumentIds`)."""
+    from ..export.ids import DocumentIds
+
+    progress, ids = _progress(args, files), DocumentIds()
     for item, doc, error in process(nlp, files, args.batch_size, args.encoding):
         counts["read"] += 1
         if progress is not None:
@@ -162,10 +166,11 @@ def _chunk_files(args, nlp, files, sink, out, focus_key, fields, counts, usages)
         if args.spans_key not in doc.spans:  # a pipeline that declares no groups (a host's own components)
             present = ", ".join(sorted(doc.spans.keys())) or "none"
             raise CLIError(f"--spans-key '{args.spans_key}': the pipeline wrote no such group (it wrote: {present})")
+        doc_id = ids.take(doc, item.id)
         if sink is not None:
-            _write_records(sink, doc, args.spans_key, args.index or "chunks", focus_key, fields)
+            _write_records(sink, doc, doc_id, args.spans_key, args.index or "chunks", focus_key, fields)
         else:
-            write_doc(out, args.format, item.id, doc, args.spans_key, focus_key, fields)
+            write_doc(out, args.format, doc_id, doc, args.spans_key, focus_key, fields)
         counts["written"] += 1
         if doc.has_extension("clin_llm_usage") and doc._.clin_llm_usage:
             usages.append(doc._.clin_llm_usage)
@@ -220,11 +225,12 @@ def _record_sink(args: argparse.Namespace, output: PendingOutput):
         raise CLIError(str(err)) from err
 
 
-def _write_records(sink, doc, spans_key: str, index: str, focus_key: Optional[str], fields) -> None:
+def _write_records(sink, doc, doc_id: str, spans_key: str, index: str, focus_key: Optional[str], fields) -> None:
     from ..export.records import RecordError, chunk_records
 
+    focus_key = focus_key or attrs.FOCUS_KEY
     try:
-        sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key or attrs.FOCUS_KEY, fields=fields))
+        sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key, fields=fields, doc_id=doc_id))
     except RecordError as err:
         raise CLIError(str(err)) from err
 

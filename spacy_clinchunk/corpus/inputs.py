@@ -5,14 +5,15 @@ common root of all the inputs (:func:`input_root`: the folder every directory, f
 given lies in), without the suffix, however the paths were written (relative, absolute,
 ``../``). ``ward3/discharge.txt ward5/discharge.txt`` become ``ward3/discharge`` and
 ``ward5/discharge``; one file alone is its name (``discharge``); a directory's files are
-relative to it. A file given twice is read once. JSON and JSONL records keep their own
+relative to it; two inputs that differ only in their suffix (``a.txt``, ``a.text``) keep it
+(``a.txt``, ``a.text``). A file given twice is read once. JSON and JSONL records keep their own
 ``id`` (or ``doc_id``); records without one get ``<relative path>:<line or index>``.
 """
 import glob
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -44,14 +45,20 @@ class InputFile:
 
     path: str
     root: str
+    keep_suffix: bool = False  # another input differs from this one only in its suffix
 
     @property
     def base_id(self) -> str:
-        """Relative path without the suffix, with ``/`` separators on every OS."""
+        """Relative path without the suffix (kept where it tells two inputs apart), with ``/``
+        separators on every OS."""
         if self.path == STDIN:
             return "stdin"
-        rel = os.path.relpath(os.path.abspath(self.path), self.root) if self.root else os.path.basename(self.path)
-        return Path(rel).with_suffix("").as_posix()
+        rel = Path(self.relative_path)
+        return (rel if self.keep_suffix else rel.with_suffix("")).as_posix()
+
+    @property
+    def relative_path(self) -> str:
+        return os.path.relpath(os.path.abspath(self.path), self.root) if self.root else os.path.basename(self.path)
 
 
 def expand_input_files(paths: Iterable[str]) -> List[InputFile]:
@@ -80,7 +87,15 @@ def expand_input_files(paths: Iterable[str]) -> List[InputFile]:
     for path, _ in found:
         key = path if path == STDIN else os.path.abspath(path)
         unique.setdefault(key, InputFile(path, "" if path == STDIN else root))
-    return list(unique.values())
+    return keep_telling_suffixes(list(unique.values()))
+
+
+def keep_telling_suffixes(files: List[InputFile]) -> List[InputFile]:
+    """Files whose ids would be the same without their suffix (``a.txt``, ``a.text``) keep it."""
+    stems: Dict[str, int] = {}
+    for file in files:
+        stems[file.base_id] = stems.get(file.base_id, 0) + 1
+    return [replace(file, keep_suffix=True) if stems[file.base_id] > 1 and file.path != STDIN else file for file in files]
 
 
 def input_root(folders: Sequence[str]) -> str:

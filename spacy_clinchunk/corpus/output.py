@@ -24,6 +24,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .. import __version__
 from ..fileio import AtomicFile
+from ..export.ids import DocumentIds
 from .shards import Shard
 from .spec import CorpusError
 
@@ -195,10 +196,12 @@ class ShardFiles:
         self.docs = 0
         self.chunks = 0
         self.seq = 0
+        self.ids = DocumentIds()  # a repeated id within the shard becomes <id>#1, ...
 
     def add(self, doc_id: str, source: str, doc, error: Optional[str]) -> None:
         """One document: its record, or an error entry (a record that cannot be written is
         one too: the run goes on with the next document)."""
+        doc_id = self.ids.take(doc, str(doc_id))
         try:
             if error is None:
                 error = self._write(doc, doc_id)

@@ -41,6 +41,8 @@ class Shard:
     start: int = 0
     end: Optional[int] = None  # byte range of a split JSONL file; None: to the end
     encoding: str = "utf-8"  # of the files' bytes (CorpusOptions.encoding)
+    # sources whose document ids keep their suffix (another input differs only in it)
+    suffixed: Tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
@@ -52,6 +54,8 @@ class Shard:
                 digest.update(f"{os.path.abspath(source)}|missing\n".encode())
         if self.end is not None:
             digest.update(f"{self.start}-{self.end}".encode())
+        if self.suffixed:  # ids that keep their suffix are other ids: a resumed run redoes the shard
+            digest.update(("suffixed=" + "|".join(self.suffixed)).encode())
         if self.encoding != "utf-8":  # read otherwise, the same bytes are other documents
             digest.update(f"encoding={self.encoding}".encode())
         return digest.hexdigest()[:16]
@@ -82,7 +86,8 @@ def plan_shards(
         raise CorpusError(str(err)) from err
     unique: Dict[str, InputFile] = {}
     for file in files:
-        unique.setdefault(os.path.abspath(file.path), InputFile(os.path.abspath(file.path), os.path.abspath(file.root)))
+        absolute = InputFile(os.path.abspath(file.path), os.path.abspath(file.root), file.keep_suffix)
+        unique.setdefault(absolute.path, absolute)
     if not unique:
         raise CorpusError(f"no input documents in {' '.join(raw)} (read: .txt, .text, .json, .jsonl, .ndjson)")
     common = os.path.commonpath([os.path.dirname(f) for f in unique])
@@ -93,14 +98,20 @@ def plan_shards(
             groups.setdefault((os.path.dirname(path), file.root), []).append(path)
         else:
             name = _slug(os.path.splitext(os.path.relpath(path, common))[0])
-            shards.extend(_split(Shard(name, [path], file.root), split_bytes))
+            shards.extend(_split(Shard(name, [path], file.root, suffixed=_suffixed([file])), split_bytes))
     size = max(1, int(shard_size))
     for (folder, root), members in groups.items():
         base = _slug(os.path.relpath(folder, common)) if folder != common else "txt"
         for number, start in enumerate(range(0, len(members), size)):
-            shards.append(Shard(f"{base}-{number:05d}", members[start : start + size], root))
+            picked = members[start : start + size]
+            suffixed = _suffixed([unique[member] for member in picked])
+            shards.append(Shard(f"{base}-{number:05d}", picked, root, suffixed=suffixed))
     _dedupe_names(shards)
     return shards
+
+
+def _suffixed(files: Sequence[InputFile]) -> Tuple[str, ...]:
+    return tuple(file.path for file in files if file.keep_suffix)
 
 
 def _split(shard: Shard, split_bytes: int) -> List[Shard]:
@@ -111,7 +122,7 @@ def _split(shard: Shard, split_bytes: int) -> List[Shard]:
     pieces = -(-size // int(split_bytes))
     step = -(-size // pieces)
     return [
-        Shard(f"{shard.name}.p{k:03d}", [path], shard.root, k * step, min(size, (k + 1) * step))
+        Shard(f"{shard.name}.p{k:03d}", [path], shard.root, k * step, min(size, (k + 1) * step), suffixed=shard.suffixed)
         for k in range(pieces)
     ]
 
@@ -127,12 +138,12 @@ def _dedupe_names(shards: List[Shard]) -> None:
 def read_shard(shard: Shard) -> Iterator[InputDoc]:
     """The shard's documents in order (a worker reads its own shard)."""
     if shard.end is not None:
-        file = InputFile(shard.sources[0], shard.root)
+        file = InputFile(shard.sources[0], shard.root, shard.sources[0] in shard.suffixed)
         lines = _lines_in_range(file.path, shard.start, shard.end)
         yield from read_jsonl_lines(lines, file.path, file.base_id, shard.encoding)
         return
     for source in shard.sources:
-        yield from read_file(InputFile(source, shard.root), shard.encoding)
+        yield from read_file(InputFile(source, shard.root, source in shard.suffixed), shard.encoding)
 
 
 def _lines_in_range(path: str, start: int, end: int) -> Iterator[Tuple[int, bytes]]:

@@ -43,11 +43,12 @@ class DocumentIds:
         self.dedupe = dedupe
         self._seen: Dict[str, Tuple[int, str]] = {}
 
-    def take(self, doc: Doc, doc_id: Optional[str] = None) -> Optional[str]:
+    def take(self, doc: Optional[Doc], doc_id: Optional[str] = None) -> Optional[str]:
         """The id ``doc`` gets in this call (``doc_id`` given, else :func:`document_id`), or ``None``
-        when de-duplication drops it."""
-        base = doc_id if doc_id not in (None, "") else document_id(doc)
-        digest = hashlib.sha1(doc.text.encode("utf-8")).hexdigest()
+        when de-duplication drops it. ``doc`` is ``None`` for an input that could not be read
+        (its error entry still gets an id of its own)."""
+        base = doc_id if doc_id not in (None, "") or doc is None else document_id(doc)
+        digest = hashlib.sha1(doc.text.encode("utf-8")).hexdigest() if doc is not None else ""
         if base not in self._seen:
             self._seen[base] = (0, digest)
             return base

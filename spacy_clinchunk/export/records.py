@@ -421,11 +421,7 @@ class DatasetSink:
         make_private(self._path)
 
 
-RECORD_FORMATS: Dict[str, Callable[[Any], Any]] = {
-    "records": JsonlSink,
-    "parquet": ParquetSink,
-    "hf": DatasetSink,
-}
+RECORD_FORMATS: Dict[str, Callable[[Any], Any]] = {"records": JsonlSink, "parquet": ParquetSink, "hf": DatasetSink}
 
 
 def open_sink(fmt: str, target: Any) -> Any:
@@ -437,14 +433,16 @@ def open_sink(fmt: str, target: Any) -> Any:
 
 def write_records(
     docs: Iterable[Doc], fmt: str, target: Any, spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks",
-    focus_key: str = attrs.FOCUS_KEY,
+    focus_key: str = attrs.FOCUS_KEY, dedupe: bool = False,
 ) -> int:
     """Write the records of ``docs`` (chunks, or their focus spans: ``index="focus"``) in ``fmt``
-    to ``target``; returns the number written."""
-    sink, ids, written = open_sink(fmt, target), DocumentIds(), 0
+    to ``target``; returns the number written. Ids: as in :func:`iter_records` (``dedupe`` too)."""
+    sink, ids, written = open_sink(fmt, target), DocumentIds(dedupe), 0
     try:
         for doc in docs:  # one document at a time: Parquet writes a row group per document
-            written += sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key, doc_id=ids.take(doc)))
+            doc_id = ids.take(doc)
+            if doc_id is not None:
+                written += sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key, doc_id=doc_id))
         return written
     finally:
         sink.close()
