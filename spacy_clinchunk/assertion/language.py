@@ -18,7 +18,9 @@ any note, and detection stays linear and cheap.
 """
 import re
 from collections import defaultdict
-from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
+
+from .prefilter import Condition, Conditions, all_hold, fold_safe
 
 SUPPORTED = ("en", "de", "es", "fr", "nl")
 # counted so that a note in them is "unsupported" instead of a wrong supported language
@@ -163,6 +165,16 @@ _WEIGHTS: Dict[str, Tuple[Tuple[str, float], ...]] = {}  # built on first use (s
 _GUESSES: Dict[str, Tuple[Tuple[str, float], ...]] = {}  # unknown word -> its letter/ending evidence
 _EVIDENCE: Dict[str, Tuple[Tuple[str, float], ...]] = {}  # word as written -> what it votes
 _MAX_CACHED = 100_000
+_GATES: List[Any] = []  # built on first use (see _gates)
+
+
+def _gates() -> Tuple[Tuple[Condition, ...], List[Tuple[Condition, ...]]]:
+    """What a text must hold for the elision and abbreviation patterns to match (most texts
+    hold no apostrophe and no "z.n."): their searches are skipped elsewhere."""
+    if not _GATES:
+        conditions = Conditions()
+        _GATES.append((conditions.of(_ELISION.pattern), [conditions.of(p.pattern) for p, _, _ in _ABBREVIATIONS]))
+    return _GATES[0]
 
 
 def _weights() -> Dict[str, Tuple[Tuple[str, float], ...]]:
@@ -209,14 +221,15 @@ def language_evidence(text: str) -> Dict[str, float]:
     """Evidence per language (supported and decoys) over the first MAX_CHARS of ``text``."""
     sample = text[:MAX_CHARS]
     votes: Dict[str, float] = defaultdict(float)
-    words, elisions = _ELISION.subn(" ", sample)
+    lowered = sample.lower() if fold_safe(sample) else None
+    elision_gate, abbreviation_gates = _gates()
+    words, elisions = _ELISION.subn(" ", sample) if all_hold(elision_gate, sample, lowered, {}) else (sample, 0)
     if elisions:
         votes["fr"] += _ELISION_WEIGHT * elisions
-    if "." in sample:  # every abbreviation ends with a period
-        for pattern, lang, weight in _ABBREVIATIONS:
-            found = len(pattern.findall(sample))
-            if found:
-                votes[lang] += weight * found
+    for (pattern, lang, weight), gate in zip(_ABBREVIATIONS, abbreviation_gates):
+        found = len(pattern.findall(sample)) if all_hold(gate, sample, lowered, {}) else 0
+        if found:
+            votes[lang] += weight * found
     evidence = _EVIDENCE.get
     for raw in _WORD.findall(words):
         found = evidence(raw)

@@ -31,6 +31,8 @@ def unit_modifiers(doc: Doc, matcher: CueMatcher, layout: DocLayout, max_scope: 
     units, unit_starts = layout.units, layout.unit_starts
     per_unit: List[List[Any]] = [[] for _ in units]
     found = matcher(doc, layout.is_cue_site, layout.text, layout.space, layout.lowers, layout.idx)
+    if not found:
+        return [NO_MODIFIERS] * len(units)
     for match_id, start, end in found:
         rule = matcher.rule_by_id[match_id]
         u = bisect_right(unit_starts, start) - 1

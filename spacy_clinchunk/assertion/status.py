@@ -69,6 +69,8 @@ class AssertionEngine:
         section = layout.section_at(target.start)
         if section is not None and section.label and section.label not in governing:
             governing[section.label] = [section]
+        if not governing:  # most spans: no cue, no section status
+            return Assertion("affirmed", [], [], section.name if section is not None else None)
         _give_way(governing)
         decided = next((label for label in PRECEDENCE if label in governing), "affirmed")
         cues = [cue_of(target.doc, m, layout) for m in governing.get(decided, ())]
