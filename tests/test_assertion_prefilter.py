@@ -106,3 +106,18 @@ def test_the_language_table_is_built_on_first_use():
         "assert l.detect_language('The patient denies chest pain and fever.').language == 'en'; assert l._WEIGHTS"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_language_detector_gates_hold_wherever_its_patterns_match(lang):
+    from spacy_clinchunk.assertion import language
+
+    elision_gate, abbreviation_gates = language._gates()
+    texts = sample_texts(lang) + ["V.a. Pneumonie, Z.n. Appendektomie.", "L'enfant n'a pas de fièvre, qu'il dit."]
+    for text in texts:
+        lowered = text.lower() if fold_safe(text) else None
+        if language._ELISION.search(text):
+            assert all_hold(elision_gate, text, lowered, {}), text
+        for (pattern, _, _), gate in zip(language._ABBREVIATIONS, abbreviation_gates):
+            if pattern.search(text):
+                assert all_hold(gate, text, lowered, {}), text
