@@ -143,6 +143,24 @@ def plain_span_keys(span: Span) -> bool:
     return _KEY_LAYOUT[0]
 
 
+_DOC_KEY_LAYOUT: List[bool] = []  # whether Underscore keys doc values by (name, None, None)
+
+
+def set_doc_values(doc: Doc, values: Dict[str, Any]) -> None:
+    """``doc._.<name> = value`` for each item; stored extensions straight into
+    ``doc.user_data`` where ``Underscore`` puts them (layout checked once per process)."""
+    if not _DOC_KEY_LAYOUT:
+        _DOC_KEY_LAYOUT.append(doc._._get_key("x") == ("._.", "x", None, None))
+    data, table, underscore = doc.user_data, Underscore.doc_extensions, None
+    for name, value in values.items():
+        spec = table.get(name)
+        if _DOC_KEY_LAYOUT[0] and spec is not None and spec[1] is None and spec[2] is None and spec[3] is None:
+            data[("._.", name, None, None)] = value
+        else:
+            underscore = underscore or doc._
+            underscore.set(name, value)
+
+
 def stored_span_extension(name: str) -> bool:
     """Whether ``Span._.<name>`` is a stored value (no getter, method or setter)."""
     spec = Underscore.span_extensions.get(name)

@@ -207,7 +207,7 @@ class CueMatcher:
         memo: Dict[Condition, bool] = {}
         lowered = text.lower() if fold_safe(text) else None
         for (match_id, regex), needs in zip(self.regex, self._regex_needs):
-            if needs and not all_hold(needs, text, lowered, memo):
+            if not all_hold(needs, text, lowered, memo):
                 continue
             for match in regex.finditer(text):
                 if match.end() <= match.start():

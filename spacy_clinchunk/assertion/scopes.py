@@ -154,15 +154,19 @@ class UnitModifiers:
 
     def __init__(self, mods: List[Any]) -> None:
         near, self.far = [], []
-        for m in mods:
+        self.starts: List[int] = []
+        self.before = self.after = 0  # how far a scope reaches right / left of its cue start
+        for m in mods:  # (scopes are final here: each extent is read once)
             lo, hi = _extent(m)
             start = m.modifier_span[0]
-            (near if hi - start <= _NEAR and start - lo <= _NEAR else self.far).append(m)
+            if hi - start <= _NEAR and start - lo <= _NEAR:
+                near.append(m)
+                self.starts.append(start)
+                self.before = max(self.before, hi - start)
+                self.after = max(self.after, start - lo)
+            else:
+                self.far.append(m)
         self.mods = near
-        self.starts = [m.modifier_span[0] for m in near]
-        # how far a scope reaches right of its cue start / left of its cue start
-        self.before = max((_extent(m)[1] - m.modifier_span[0] for m in near), default=0)
-        self.after = max((m.modifier_span[0] - _extent(m)[0] for m in near), default=0)
 
     def near(self, start: int, end: int) -> List[Any]:
         lo = bisect_left(self.starts, start - self.before)

@@ -290,9 +290,7 @@ class ContextAssertion(Pipe):
                 lang, score = str(guess.language), guess.score
             else:
                 self._warn_unsure()
-        underscore = doc._
-        underscore.set(_LANGUAGE, lang)
-        underscore.set(_LANGUAGE_SCORE, score)
+        attrs.set_doc_values(doc, {_LANGUAGE: lang, _LANGUAGE_SCORE: score})
         return lang
 
     def _warn_unsure(self) -> None:
