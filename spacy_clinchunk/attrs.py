@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from spacy.tokens import Doc, Span
+from spacy.tokens.underscore import Underscore
 
 PREFIX = "clin_"
 
@@ -133,6 +134,39 @@ def variant_key(ratio: float) -> str:
 _KEY_LAYOUT: List[bool] = []  # whether Underscore keys span values by (name, start_char, end_char)
 
 
+def plain_span_keys(span: Span) -> bool:
+    """Whether ``Underscore`` keeps a stored ``span._.<name>`` in ``doc.user_data`` under
+    ``("._.", name, start_char, end_char)`` (checked once per process against spaCy's own),
+    so that hot loops may read and write it there without building ``span._``."""
+    if not _KEY_LAYOUT:
+        _KEY_LAYOUT.append(span._._get_key("x") == ("._.", "x", span.start_char, span.end_char))
+    return _KEY_LAYOUT[0]
+
+
+_DOC_KEY_LAYOUT: List[bool] = []  # whether Underscore keys doc values by (name, None, None)
+
+
+def set_doc_values(doc: Doc, values: Dict[str, Any]) -> None:
+    """``doc._.<name> = value`` for each item; stored extensions straight into
+    ``doc.user_data`` where ``Underscore`` puts them (layout checked once per process)."""
+    if not _DOC_KEY_LAYOUT:
+        _DOC_KEY_LAYOUT.append(doc._._get_key("x") == ("._.", "x", None, None))
+    data, table, underscore = doc.user_data, Underscore.doc_extensions, None
+    for name, value in values.items():
+        spec = table.get(name)
+        if _DOC_KEY_LAYOUT[0] and spec is not None and spec[1] is None and spec[2] is None and spec[3] is None:
+            data[("._.", name, None, None)] = value
+        else:
+            underscore = underscore or doc._
+            underscore.set(name, value)
+
+
+def stored_span_extension(name: str) -> bool:
+    """Whether ``Span._.<name>`` is a stored value (no getter, method or setter)."""
+    spec = Underscore.span_extensions.get(name)
+    return spec is not None and spec[1] is None and spec[2] is None and spec[3] is None
+
+
 def set_span_values(span: Span, extensions: Sequence[Tuple[str, str, Any]], underscore: Any = None) -> Dict[str, Any]:
     """``{field: value}`` of the ``(field, attribute, default)`` extensions set on ``span`` (not
     None, not the default), each value as ``span._.<attribute>`` gives it.
@@ -141,11 +175,7 @@ def set_span_values(span: Span, extensions: Sequence[Tuple[str, str, Any]], unde
     under its key), at a fraction of the cost of ``getattr``, and a missing one is the default
     without writing a copy of it. Without ``underscore`` none is built: the key layout is checked
     once per process against spaCy's own, and another layout falls back to ``span._``."""
-    from spacy.tokens.underscore import Underscore
-
-    if not _KEY_LAYOUT:
-        _KEY_LAYOUT.append(span._._get_key("x") == ("._.", "x", span.start_char, span.end_char))
-    underscore = underscore if underscore is not None or _KEY_LAYOUT[0] else span._
+    underscore = underscore if underscore is not None or plain_span_keys(span) else span._
     start, end = span.start_char, span.end_char
     data, table = span.doc.user_data, Underscore.span_extensions
     found: Dict[str, Any] = {}

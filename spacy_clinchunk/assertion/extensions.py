@@ -24,6 +24,7 @@ class ExtensionNames:
         self.fields: Dict[str, str] = {field: prefix + field for field in FIELDS}
         self.flags: Dict[str, str] = {label: prefix + label for label in attrs.ASSERTION_FLAGS}
         self.assertion, self.cues, self.statuses, self.section = (self.fields[f] for f in FIELDS)
+        self._names = tuple(self.fields.values())
 
     def register(self) -> None:
         """Register the attributes (the package's own set for ``clin_``), keeping existing ones."""
@@ -40,6 +41,15 @@ class ExtensionNames:
         return [n for n in self.fields.values() if Span.has_extension(n) and any(Span.get_extension(n)[1:3])]
 
     def write(self, span: Span, result: Assertion) -> None:
+        """Set the four values; stored ones straight into ``doc.user_data``, where
+        ``span._.set`` would put them, without building ``span._`` per span."""
+        if attrs.plain_span_keys(span) and all(map(attrs.stored_span_extension, self._names)):
+            data, start, end = span.doc.user_data, span.start_char, span.end_char
+            data[("._.", self.assertion, start, end)] = result.label
+            data[("._.", self.statuses, start, end)] = result.statuses
+            data[("._.", self.cues, start, end)] = result.cues
+            data[("._.", self.section, start, end)] = result.section
+            return
         underscore = span._
         underscore.set(self.assertion, result.label)
         underscore.set(self.statuses, result.statuses)

@@ -18,7 +18,9 @@ any note, and detection stays linear and cheap.
 """
 import re
 from collections import defaultdict
-from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
+
+from .prefilter import Condition, Conditions, all_hold, fold_safe
 
 SUPPORTED = ("en", "de", "es", "fr", "nl")
 # counted so that a note in them is "unsupported" instead of a wrong supported language
@@ -159,8 +161,27 @@ def _word_weights() -> Dict[str, Tuple[Tuple[str, float], ...]]:
     return {word: tuple((lang, 1.0 / len(langs)) for lang in langs) for word, langs in owners.items()}
 
 
-_WEIGHTS = _word_weights()
+_WEIGHTS: Dict[str, Tuple[Tuple[str, float], ...]] = {}  # built on first use (see _weights)
 _GUESSES: Dict[str, Tuple[Tuple[str, float], ...]] = {}  # unknown word -> its letter/ending evidence
+_EVIDENCE: Dict[str, Tuple[Tuple[str, float], ...]] = {}  # word as written -> what it votes
+_MAX_CACHED = 100_000
+_GATES: List[Any] = []  # built on first use (see _gates)
+
+
+def _gates() -> Tuple[Tuple[Condition, ...], List[Tuple[Condition, ...]]]:
+    """What a text must hold for the elision and abbreviation patterns to match (most texts
+    hold no apostrophe and no "z.n."): their searches are skipped elsewhere."""
+    if not _GATES:
+        conditions = Conditions()
+        _GATES.append((conditions.of(_ELISION.pattern), [conditions.of(p.pattern) for p, _, _ in _ABBREVIATIONS]))
+    return _GATES[0]
+
+
+def _weights() -> Dict[str, Tuple[Tuple[str, float], ...]]:
+    """The word table, built on first use: importing the package costs nothing for it."""
+    if not _WEIGHTS:
+        _WEIGHTS.update(_word_weights())
+    return _WEIGHTS
 
 
 def _shape_evidence(word: str) -> Tuple[Tuple[str, float], ...]:
@@ -175,8 +196,24 @@ def _shape_evidence(word: str) -> Tuple[Tuple[str, float], ...]:
             if word.endswith(ending) and len(word) > len(ending) + 1:
                 votes[lang] = max(votes[lang], weight)
         found = tuple(votes.items())
-        if len(_GUESSES) < 100_000:
+        if len(_GUESSES) < _MAX_CACHED:
             _GUESSES[word] = found
+    return found
+
+
+def _word_evidence(raw: str) -> Tuple[Tuple[str, float], ...]:
+    """What a word as written votes (cached): its list weights, else its shape; nothing for
+    abbreviations (BP, HR, DD, TA) and short unknown words."""
+    found = _EVIDENCE.get(raw)
+    if found is None:
+        word = raw.lower()
+        if raw.isupper() and len(raw) <= 3:
+            found = ()
+        else:
+            known = _weights().get(word)
+            found = known if known is not None else (_shape_evidence(word) if len(word) > 3 else ())
+        if len(_EVIDENCE) < _MAX_CACHED:
+            _EVIDENCE[raw] = found
     return found
 
 
@@ -184,25 +221,22 @@ def language_evidence(text: str) -> Dict[str, float]:
     """Evidence per language (supported and decoys) over the first MAX_CHARS of ``text``."""
     sample = text[:MAX_CHARS]
     votes: Dict[str, float] = defaultdict(float)
-    elisions = len(_ELISION.findall(sample))
+    lowered = sample.lower() if fold_safe(sample) else None
+    elision_gate, abbreviation_gates = _gates()
+    words, elisions = _ELISION.subn(" ", sample) if all_hold(elision_gate, sample, lowered, {}) else (sample, 0)
     if elisions:
         votes["fr"] += _ELISION_WEIGHT * elisions
-    for pattern, lang, weight in _ABBREVIATIONS:
-        found = len(pattern.findall(sample))
+    for (pattern, lang, weight), gate in zip(_ABBREVIATIONS, abbreviation_gates):
+        found = len(pattern.findall(sample)) if all_hold(gate, sample, lowered, {}) else 0
         if found:
             votes[lang] += weight * found
-    for match in _WORD.finditer(_ELISION.sub(" ", sample)):
-        raw = match.group()
-        if raw.isupper() and len(raw) <= 3:  # abbreviations: BP, HR, DD, TA
-            continue
-        word = raw.lower()
-        known = _WEIGHTS.get(word)
-        if known is not None:
-            for lang, weight in known:
-                votes[lang] += weight
-        elif len(word) > 3:
-            for lang, weight in _shape_evidence(word):
-                votes[lang] += weight
+    evidence = _EVIDENCE.get
+    for raw in _WORD.findall(words):
+        found = evidence(raw)
+        if found is None:
+            found = _word_evidence(raw)
+        for lang, weight in found:
+            votes[lang] += weight
     return dict(votes)
 
 

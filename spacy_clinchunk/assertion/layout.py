@@ -7,9 +7,9 @@ units.
 """
 import re
 from bisect import bisect_left, bisect_right
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
-from spacy.attrs import IDX, IS_SPACE, SENT_START
+from spacy.attrs import IDX, IS_SPACE, LENGTH, LOWER, SENT_START
 from spacy.tokens import Doc
 
 from ..spans import hard_breaks
@@ -34,19 +34,24 @@ _PARAGRAPH = re.compile(r"\n[^\S\n]*\n")
 
 
 class DocLayout:
-    """Where a doc's sentences, headers and sections are, in tokens."""
+    """Where a doc's sentences, headers and sections are, in tokens.
+
+    The token attributes the engine reads (space, offsets, lengths, lower forms) are taken
+    from the doc once, as arrays: a ``Token`` made per look-up cost more than the lookups."""
 
     def __init__(self, doc: Doc, table: SectionTable, text: Optional[str] = None) -> None:
         n = len(doc)
         self.doc = doc
         self.text = doc.text if text is None else text
-        rows = doc.to_array([SENT_START, IS_SPACE]).tolist()
-        sent = [row[0] for row in rows]  # 1 start, -1 (as unsigned) not, 0 unset
-        self.space = [row[1] for row in rows]
+        columns = doc.to_array([SENT_START, IS_SPACE, IDX, LENGTH, LOWER]).T.tolist() if n else [[]] * 5
+        sent = columns[0]  # 1 start, -1 (as unsigned) not, 0 unset
+        self.space: List[int] = columns[1]
+        self.idx: List[int] = columns[2]  # char offset of each token
+        self.length: List[int] = columns[3]  # chars of each token
+        self.lowers: Set[int] = set(columns[4])  # the LOWER hashes the doc holds
         self.has_sents = n > 1 and any(sent[1:])
         starts = {i for i, value in enumerate(sent) if value == 1} if self.has_sents else set()
         starts.add(0)
-        self.idx: Optional[List[int]] = None
         # header label token ranges (never cues) and sections
         self.labels: List[Tuple[int, int]] = []
         self.field_starts: List[int] = []  # first word of each form field's value ("HEENT: [Normocephalic]")
@@ -65,18 +70,24 @@ class DocLayout:
 
     def _stands_as_header(self, head: int, body: int) -> bool:
         """A title opens its line or ends with a colon."""
-        doc, text = self.doc, self.text
-        start = doc[head].idx
+        text = self.text
+        start = self.idx[head]
         if not text[text.rfind("\n", 0, start) + 1:start].strip():
             return True
-        title_end = doc[body - 1].idx + len(doc[body - 1])
+        title_end = self.char_end(body - 1)
         return text[title_end - 1:title_end] == ":" or text[title_end:title_end + 1] == ":"
 
     def _token_at(self, char: int) -> int:
         """Index of the first token starting at or after ``char``."""
-        if self.idx is None:
-            self.idx = self.doc.to_array(IDX).tolist()
         return bisect_left(self.idx, char)
+
+    def char_end(self, token: int) -> int:
+        """The char offset where token ``token`` ends."""
+        return self.idx[token] + self.length[token]
+
+    def text_of(self, start: int, end: int) -> str:
+        """The text of tokens ``start:end`` (``doc[start:end].text``), from the offsets."""
+        return self.text[self.idx[start]:self.char_end(end - 1)] if end > start else ""
 
     def _from_sectionizer(self, doc: Doc, starts: set) -> None:
         for section in doc._.sections:
@@ -157,6 +168,8 @@ def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
     regexes = [_UPPER_HEADER, _LINE_LABEL] if ":" in text else []
     if "\n" in text:
         regexes.append(table.line_header)
+    if not regexes:  # a line without a colon or a break holds no header
+        return found
     for regex in regexes:
         for match in regex.finditer(text):
             head, label_end = match.start(), match.end()

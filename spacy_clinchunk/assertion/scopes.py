@@ -30,8 +30,11 @@ def unit_modifiers(doc: Doc, matcher: CueMatcher, layout: DocLayout, max_scope: 
     limit = max_scope if (max_scope or layout.has_sents) else UNSEGMENTED_MAX_SCOPE
     units, unit_starts = layout.units, layout.unit_starts
     per_unit: List[List[Any]] = [[] for _ in units]
-    for match_id, start, end in matcher(doc, layout.is_cue_site, layout.text, layout.space):
-        rule = matcher.rule_map[doc.vocab.strings[match_id]]
+    found = matcher(doc, layout.is_cue_site, layout.text, layout.space, layout.lowers, layout.idx)
+    if not found:
+        return [NO_MODIFIERS] * len(units)
+    for match_id, start, end in found:
+        rule = matcher.rule_by_id[match_id]
         u = bisect_right(unit_starts, start) - 1
         u_start, u_end = units[u]
         rule_scope = rule.max_scope or limit
@@ -71,10 +74,10 @@ def _later_units(doc: Doc, layout: DocLayout, direction: str, u: int, end: int, 
     if direction != "FORWARD" or u + 1 >= len(units):
         return []
     u_end = units[u][1]
-    if scope_end >= u_end and _last_word(space, doc, units[u]) == ":":
+    if scope_end >= u_end and _last_word(layout, units[u]) == ":":
         items = []
         k = u + 1
-        while k < len(units) and _is_list_item(doc, space, units[k]):
+        while k < len(units) and _is_list_item(layout, units[k]):
             items.append(k)
             if k + 1 < len(units) and _is_bare_marker(doc, space, units[k]):
                 items.append(k + 1)  # a sentence splitter cut "1." from its item
@@ -82,41 +85,46 @@ def _later_units(doc: Doc, layout: DocLayout, direction: str, u: int, end: int, 
             k += 1
         if items:
             return items
-    return [u + 1] if _ends_unit(doc, space, end, u_end) else []
+    return [u + 1] if _ends_unit(layout, end, u_end) else []
 
 
-def _last_word(space: List[int], doc: Doc, unit: Unit) -> str:
+def _last_word(layout: DocLayout, unit: Unit) -> str:
+    space = layout.space
     for i in range(unit[1] - 1, unit[0] - 1, -1):
         if not space[i]:
-            return doc[i].text
+            return layout.text_of(i, i + 1)
     return ""
 
 
-def _is_list_item(doc: Doc, space: List[int], unit: Unit) -> bool:
+def _is_list_item(layout: DocLayout, unit: Unit) -> bool:
     """A unit that opens with a bullet or an item number ("- fever", "2. rash")."""
+    space = layout.space
     words = [i for i in range(unit[0], min(unit[1], unit[0] + 4)) if not space[i]]
     if not words:
         return False
-    first = doc[words[0]].text
+    first = layout.text_of(words[0], words[0] + 1)
     if first in _LIST_BULLETS:
         return True
-    return first.rstrip(".)").isdigit() and (first[-1] in ".)" or len(words) > 1 and doc[words[1]].text in ".)")
+    return first.rstrip(".)").isdigit() and (
+        first[-1] in ".)" or len(words) > 1 and layout.text_of(words[1], words[1] + 1) in ".)"
+    )
 
 
 def _is_bare_marker(doc: Doc, space: List[int], unit: Unit) -> bool:
     return all(space[i] or doc[i].is_punct or doc[i].is_digit for i in range(*unit))
 
 
-def _ends_unit(doc: Doc, space: List[int], cue_end: int, unit_end: int) -> bool:
+def _ends_unit(layout: DocLayout, cue_end: int, unit_end: int) -> bool:
     """Nothing follows the cue in its unit but space, or the period of an abbreviated
     cue that a sentence splitter took for a full stop ("V.a. Pneumonie")."""
+    space = layout.space
     rest = [i for i in range(cue_end, unit_end) if not space[i]]
     if not rest:
         return True
     if len(rest) != 1:
         return False
-    word = doc[rest[0]].text
-    return word == ":" or (word == "." and "." in doc[cue_end - 1].text)
+    word = layout.text_of(rest[0], rest[0] + 1)
+    return word == ":" or (word == "." and "." in layout.text_of(cue_end - 1, cue_end))
 
 
 def _extent(m: Any) -> Tuple[int, int]:
@@ -146,15 +154,19 @@ class UnitModifiers:
 
     def __init__(self, mods: List[Any]) -> None:
         near, self.far = [], []
-        for m in mods:
+        self.starts: List[int] = []
+        self.before = self.after = 0  # how far a scope reaches right / left of its cue start
+        for m in mods:  # (scopes are final here: each extent is read once)
             lo, hi = _extent(m)
             start = m.modifier_span[0]
-            (near if hi - start <= _NEAR and start - lo <= _NEAR else self.far).append(m)
+            if hi - start <= _NEAR and start - lo <= _NEAR:
+                near.append(m)
+                self.starts.append(start)
+                self.before = max(self.before, hi - start)
+                self.after = max(self.after, start - lo)
+            else:
+                self.far.append(m)
         self.mods = near
-        self.starts = [m.modifier_span[0] for m in near]
-        # how far a scope reaches right of its cue start / left of its cue start
-        self.before = max((_extent(m)[1] - m.modifier_span[0] for m in near), default=0)
-        self.after = max((m.modifier_span[0] - _extent(m)[0] for m in near), default=0)
 
     def near(self, start: int, end: int) -> List[Any]:
         lo = bisect_left(self.starts, start - self.before)

@@ -39,9 +39,12 @@ class AssertionEngine:
         self.light_words = light_words
         self.max_scope = max_scope
 
-    def annotate(self, doc: Doc, groups: Sequence[Iterable[Span]]) -> Iterator[Tuple[Span, Assertion]]:
-        """(span, assertion) for every span of ``groups``, all spans of one doc."""
-        layout = DocLayout(doc, self.sections, doc.text)
+    def annotate(
+        self, doc: Doc, groups: Sequence[Iterable[Span]], text: Optional[str] = None
+    ) -> Iterator[Tuple[Span, Assertion]]:
+        """(span, assertion) for every span of ``groups``, all spans of one doc (``text``:
+        ``doc.text``, when the caller has it: spaCy joins the tokens anew on each read)."""
+        layout = DocLayout(doc, self.sections, doc.text if text is None else text)
         per_unit = unit_modifiers(doc, self.matcher, layout, self.max_scope)
         for targets in groups:
             for target in targets:
@@ -66,9 +69,11 @@ class AssertionEngine:
         section = layout.section_at(target.start)
         if section is not None and section.label and section.label not in governing:
             governing[section.label] = [section]
+        if not governing:  # most spans: no cue, no section status
+            return Assertion("affirmed", [], [], section.name if section is not None else None)
         _give_way(governing)
         decided = next((label for label in PRECEDENCE if label in governing), "affirmed")
-        cues = [cue_of(target.doc, m) for m in governing.get(decided, ())]
+        cues = [cue_of(target.doc, m, layout) for m in governing.get(decided, ())]
         if len(cues) > 1:
             cues.sort(key=lambda c: (c["start_char"], c["end_char"]))
         return Assertion(
@@ -122,19 +127,25 @@ def _yields_to(modifier: Any) -> Tuple[str, ...]:
     return tuple(names) if isinstance(names, list) else ()
 
 
-def cue_of(doc: Doc, modifier: Any) -> Cue:
-    """A governing cue as a plain dict: text, category, direction, literal, offsets."""
+def cue_of(doc: Doc, modifier: Any, layout: Optional[DocLayout] = None) -> Cue:
+    """A governing cue as a plain dict: text, category, direction, literal, offsets
+    (from the ``layout``'s token offsets when given, without making a ``Span``)."""
     if isinstance(modifier, Section):
         return modifier.cue()
     start, end = modifier.modifier_span
-    span = doc[start:end]
+    if layout is not None and end > start:
+        start_char, end_char = layout.idx[start], layout.char_end(end - 1)
+        text = layout.text[start_char:end_char]
+    else:
+        span = doc[start:end]
+        text, start_char, end_char = span.text, span.start_char, span.end_char
     return {
-        "text": span.text,
+        "text": text,
         "category": modifier.category,
         "direction": modifier.direction,
         "literal": modifier.rule.literal,
-        "start_char": span.start_char,
-        "end_char": span.end_char,
+        "start_char": start_char,
+        "end_char": end_char,
     }
 
 

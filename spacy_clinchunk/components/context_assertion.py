@@ -73,6 +73,7 @@ DATA_FORMAT = 2  # cfg.json of format 1 held settings; only its language counts
 AUTO_DATA_FORMAT = 3  # format 2 plus the data of the other languages ("languages")
 AUTO = "auto"
 ENTS = "ents"
+_LANGUAGE, _LANGUAGE_SCORE = attrs.ext("language"), attrs.ext("language_score")  # Doc._ names
 
 # the start of a Python identifier: extension names are attributes of ``Span._``
 ExtensionPrefix = constr(strict=True, regex=r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -263,32 +264,33 @@ class ContextAssertion(Pipe):
     def __call__(self, doc: Doc) -> Doc:
         if not len(doc):
             return doc
-        lang = self._language_of(doc)
+        text = doc.text  # spaCy joins the tokens on each read: once per doc
+        lang = self._language_of(doc, text)
         groups = [self._targets(doc, key) for key in self.span_keys]
         if not any(groups):
             return doc
         engine = self.engine_for(lang)  # a data error is one of configuration, not of this doc: raised
         error_handler = self.get_error_handler()
         try:
-            for span, result in engine.annotate(doc, groups):
+            for span, result in engine.annotate(doc, groups, text):
                 self.extension_names.write(span, result)
             self._declare_names(doc)
         except Exception as err:
             error_handler(self.name, self, [doc], err)
         return doc
 
-    def _language_of(self, doc: Doc) -> str:
-        """The language whose rules apply to ``doc``, recorded on it (``Doc._.clin_language``)."""
+    def _language_of(self, doc: Doc, text: Optional[str] = None) -> str:
+        """The language whose rules apply to ``doc``, recorded on it (``Doc._.clin_language``);
+        detected only with ``"auto"``: a fixed language costs nothing per doc."""
         score: Optional[float] = None
         lang = self.lang
         if self.auto:
-            guess = detect_language(doc.text, self.languages)
+            guess = detect_language(doc.text if text is None else text, self.languages)
             if guess.sure:
                 lang, score = str(guess.language), guess.score
             else:
                 self._warn_unsure()
-        doc._.set(attrs.ext("language"), lang)
-        doc._.set(attrs.ext("language_score"), score)
+        attrs.set_doc_values(doc, {_LANGUAGE: lang, _LANGUAGE_SCORE: score})
         return lang
 
     def _warn_unsure(self) -> None:
