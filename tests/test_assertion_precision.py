@@ -98,7 +98,7 @@ SCOPE_ENDS = [
      "change in color", "hypothetical"),
     ("en", "Findings: 1) pneumonia 2) no effusion 3) cardiomegaly", "cardiomegaly", "affirmed"),
     ("en", "Findings: 1) pneumonia 2) no effusion 3) cardiomegaly", "effusion", "negated"),
-    ("de", "Keine Herzgeräusche, Lunge frei.", "Lunge frei", "affirmed"),
+    ("de", "Keine Herzgeräusche, Lunge frei.", "Lunge frei", "normal"),
     ("de", "Kein Fieber, Schüttelfrost oder Husten.", "Husten", "negated"),
     ("es", "Sin soplos, pulmones limpios.", "pulmones limpios", "affirmed"),
     ("es", "No fiebre, escalofríos ni tos.", "tos", "negated"),
