@@ -13,6 +13,10 @@ Quality, per concept in its sentence (the concept given as a span), per language
   test sets were written and committed ("frozen") before the rule changes, are never
   tuned on and are measured once. Every file present is a set: en and de hold 139-215
   concepts each with >= 10 (dev) / >= 20 (test) per status; see docs/assertion.md.
+* ``own-test2-<lang>``: bench/data/assertion/<lang>_test2.jsonl, a second frozen split
+  (about 100 concepts per language, ordinary notes' mix of statuses), written and committed
+  before the second rule round and measured once at its end (``--sets 'own-test2-*'``);
+  ``own-dev2-<lang>`` (<lang>_dev2.jsonl) are extra development rows (``--sets 'own-dev*'``).
 
 ``--sets`` takes names or shell patterns: ``--sets 'own-dev-*'`` or
 ``--sets own-test-en,own-test-de``. ``--errors`` lists our misses on development sets

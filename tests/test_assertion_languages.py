@@ -101,6 +101,23 @@ def test_unsure_documents_get_english_rules_and_one_warning_without_their_text()
     assert [d._.clin_language for d in docs] == ["en"] * 3 and {d._.clin_language_score for d in docs} == {None}
 
 
+@pytest.mark.parametrize("lang,text,concept,status", [
+    ("de", "EKG: ST normal.", "ST", "normal"),
+    ("es", "TC: ST normal.", "ST", "normal"),
+    ("fr", "ECG : pas de sus-décalage.", "sus-décalage", "negated"),
+    ("nl", "VG: COPD GOLD II.", "COPD", "historical"),
+])
+def test_an_unsure_document_gets_the_rules_of_the_pipeline_language_when_we_ship_it(lang, text, concept, status):
+    """A short line without enough evidence, in a spacy.blank(lang) pipeline: the pipeline's
+    language is the best guess left, not English."""
+    assert not detect_language(text).sure
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        doc = concept_doc(auto_nlp(lang), text, concept)
+    assert doc._.clin_language == lang and doc._.clin_language_score is None
+    assert doc.spans[KEY][0]._.clin_assertion == status
+
+
 def test_a_detected_document_records_its_language_and_score_and_gives_no_warning():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

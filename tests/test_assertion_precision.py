@@ -86,7 +86,7 @@ POST_NEGATION = [
 # findings under one cue stays under it. Where the new finding is a normal-exam word of its
 # language ("souple", "schoon", "soepel"), it reads "normal", not "negated": the scope ended.
 SCOPE_ENDS = [
-    ("en", "No murmurs, lungs clear.", "lungs clear", "affirmed"),
+    ("en", "No murmurs, lungs clear.", "lungs clear", "normal"),
     ("en", "No murmurs, lungs clear.", "murmurs", "negated"),
     ("en", "No edema, pulses are 2+ bilaterally.", "pulses", "affirmed"),
     ("en", "No fever and she has a cough.", "cough", "affirmed"),
@@ -98,12 +98,12 @@ SCOPE_ENDS = [
      "change in color", "hypothetical"),
     ("en", "Findings: 1) pneumonia 2) no effusion 3) cardiomegaly", "cardiomegaly", "affirmed"),
     ("en", "Findings: 1) pneumonia 2) no effusion 3) cardiomegaly", "effusion", "negated"),
-    ("de", "Keine Herzgeräusche, Lunge frei.", "Lunge frei", "affirmed"),
+    ("de", "Keine Herzgeräusche, Lunge frei.", "Lunge frei", "normal"),
     ("de", "Kein Fieber, Schüttelfrost oder Husten.", "Husten", "negated"),
-    ("es", "Sin soplos, pulmones limpios.", "pulmones limpios", "affirmed"),
+    ("es", "Sin soplos, pulmones limpios.", "pulmones limpios", "normal"),
     ("es", "No fiebre, escalofríos ni tos.", "tos", "negated"),
     ("es", "Sin soplos ni roces.", "roces", "negated"),
-    ("fr", "Pas de souffle, poumons clairs.", "poumons clairs", "affirmed"),
+    ("fr", "Pas de souffle, poumons clairs.", "poumons clairs", "normal"),
     ("fr", "Pas de fièvre, abdomen souple.", "abdomen souple", "normal"),
     ("fr", "Pas de fièvre, frissons ou toux.", "toux", "negated"),
     ("nl", "Geen souffles, longen schoon.", "longen schoon", "normal"),

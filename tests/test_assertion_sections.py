@@ -30,6 +30,16 @@ BLANK_CASES = [
     ("es", "Antecedentes personales:\n- Asma\n- Diabetes", "Diabetes", "historical"),
     ("fr", "• Antécédents :\n• Asthme\n• Diabète", "Diabète", "historical"),
     ("nl", "Voorgeschiedenis:\n- 2022: myocardinfarct\n- 2019: appendectomie", "appendectomie", "historical"),
+    # common headers of each language's notes (round 2)
+    ("en", "Family hx:\n- Mother: breast cancer\n- Father: gout", "gout", "family"),
+    ("de", "Familiäre Vorbelastung:\n- Vater: Gicht\n- Mutter: Brustkrebs", "Brustkrebs", "family"),
+    ("de", "Bekannte Vorerkrankungen:\n- Asthma\n- Gicht", "Gicht", "historical"),
+    ("es", "Antecedentes de interés:\n- Asma\n- Gota", "Gota", "historical"),
+    ("es", "Enfermedades previas:\n- Asma\n- Gota", "Gota", "historical"),
+    ("fr", "Antécédents médicaux et chirurgicaux :\n- Asthme\n- Goutte", "Goutte", "historical"),
+    ("fr", "ATCD familiaux :\n- Père : goutte", "goutte", "family"),
+    ("nl", "Familie-anamnese:\n- Vader: jicht\n- Moeder: borstkanker", "borstkanker", "family"),
+    ("nl", "Relevante voorgeschiedenis:\n- Astma\n- Jicht", "Jicht", "historical"),
 ]
 
 # a year at the start of a line dates its finding, in any language

@@ -14,7 +14,8 @@ it: the factory, the ``Pipe`` and its data.
 * ``language``: ``"auto"`` (the default) detects each document's language
   (:mod:`spacy_clinchunk.assertion.language`), records it in ``Doc._.clin_language`` and
   applies that language's data; a document whose language is unsure or unsupported gets
-  English rules and the pipe warns once. A code ("es") forces that language; ``null`` is
+  the rules of the pipeline's language (``nlp.lang``) when it is one we ship, else English,
+  and the pipe warns once. A code ("es") forces that language; ``null`` is
   the pipeline's ``nlp.lang`` (the meaning it had in 0.1). With ``"auto"`` the data of all
   languages is saved and loaded, so a saved pipeline needs no package data.
 
@@ -141,6 +142,9 @@ class ContextAssertion(Pipe):
         self.auto = language == AUTO
         self.lang = FALLBACK_LANGUAGE if self.auto else resolve_language(language or nlp.lang, FACTORY)
         self.languages = tuple(SUPPORTED_LANGUAGES) if self.auto else (self.lang,)
+        # an unsure document: the pipeline's own language is the best guess left (a short
+        # Dutch line in a spacy.blank("nl") pipeline is Dutch), English when it is not shipped
+        self.unsure_lang = nlp.lang if self.auto and nlp.lang in self.languages else self.lang
         self.include_default_rules = include_default_rules
         self.max_scope = max_scope
         self.extension_prefix = extension_prefix
@@ -289,6 +293,7 @@ class ContextAssertion(Pipe):
             if guess.sure:
                 lang, score = str(guess.language), guess.score
             else:
+                lang = self.unsure_lang
                 self._warn_unsure()
         attrs.set_doc_values(doc, {_LANGUAGE: lang, _LANGUAGE_SCORE: score})
         return lang
@@ -300,7 +305,7 @@ class ContextAssertion(Pipe):
         self._warned_unsure = True
         warnings.warn(
             f"{self.name}: the language of a document is unsure or not one of {', '.join(self.languages)}; "
-            f"{FALLBACK_LANGUAGE} rules apply to it (Doc._.clin_language_score is None for such documents). "
+            f"{self.unsure_lang} rules apply to it (Doc._.clin_language_score is None for such documents). "
             "Set the component's 'language' to force a language.",
             UserWarning,
             stacklevel=3,
