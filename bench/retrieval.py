@@ -103,6 +103,7 @@ def dictated(docs: Sequence[Document]) -> List[Document]:
     return [Document(d.doc_id, d.text.translate(DICTATED_PUNCT), d.annotations, d.stem) for d in docs]
 
 
+DIGITS = int(os.environ.get("CLINCHUNK_BENCH_DIGITS", "3"))  # Pass@k / acc@1 decimals (more to compare unrounded)
 CEILING: Dict[str, int] = {}  # --max-tokens: the ceiling of every row that has clin_size_ceiling
 
 
@@ -311,8 +312,8 @@ def table(rows: List[Tuple[Row, Measures, Dict[str, Optional[float]]]], k: int,
         speed = f"{row.words / row.seconds:,.0f}" if row.seconds else "-"
         cells = [
             row.name,
-            f"{pooled(m.pass_hits):.3f}",
-            f"{pooled(m.acc_hits):.3f}",
+            f"{pooled(m.pass_hits):.{DIGITS}f}",
+            f"{pooled(m.acc_hits):.{DIGITS}f}",
             *(f"{s[key]:.3f}" if s.get(key) is not None else "-" for key in ("chunk_integrity", "chunk_isolation", "chunk_coverage")),
             f"{s['words_per_chunk']:.1f}" if s.get("words_per_chunk") else "-",
             str(sum(len(c) for c in row.chunks)),
@@ -320,7 +321,7 @@ def table(rows: List[Tuple[Row, Measures, Dict[str, Optional[float]]]], k: int,
         ]
         if base is not None:
             ref = base.get(row.name)
-            cells.append("-" if ref is None else "{:.2f}x, {:.2f}x".format(
+            cells.append("-" if ref is None else "{:.4f}x, {:.4f}x".format(
                 *(pooled(a) / max(pooled(b), 1e-9) for a, b in ((m.pass_hits, ref.pass_hits), (m.acc_hits, ref.acc_hits)))
             ))
         lines.append("| " + " | ".join(cells) + " |")

@@ -297,3 +297,97 @@ def test_the_start_of_a_function_word_run_comes_before_the_middle():
     nlp = ceiling_nlp(max_tokens=5)
     assert chunk_texts(nlp("sudden onset bilateral sensorineural hearing loss was noted yesterday evening")) == [
         "sudden onset", "bilateral sensorineural hearing loss", "was noted yesterday evening"]
+
+
+# -- a ceiling that adapts to the text ------------------------------------------------------------
+ADAPTIVE = {"max_tokens": 8, "punctuated_max_tokens": 32, "sentence_starts": True}
+LONG_CLAUSE = ("The child had a long history of severe global developmental delay with marked "
+               "hypotonia since early infancy")  # 16 words, no clause mark, no conjunction
+
+
+def clause_chain(**config):
+    nlp = spacy.blank("en")
+    for name in ("sentencizer", "clin_punct_splitter", "clin_conj_splitter", "clin_cleaner"):
+        nlp.add_pipe(name)
+    nlp.add_pipe("clin_size_ceiling", config=config)
+    return nlp
+
+
+def blank_punctuation(text):
+    return re.sub(r"[.,;:]", " ", text)
+
+
+def fits(doc, max_tokens):
+    """Every piece keeps its offsets and fits (or is one word); the pieces' texts."""
+    spans = list(doc.spans[attrs.CHUNKS_KEY])
+    for span in spans:
+        assert span.text == doc.text[span.start_char:span.end_char]
+        assert len(span.text.split()) <= max_tokens or len(span.text.split()) == 1
+    return [s.text for s in spans]
+
+
+def test_a_punctuated_note_keeps_its_long_clause_whole_up_to_the_loose_ceiling():
+    nlp = clause_chain(**ADAPTIVE)
+    note = f"Seen today, in clinic. {LONG_CLAUSE}. Mother, father: healthy. Review in one year."
+    texts = chunk_texts(nlp(note))
+    assert LONG_CLAUSE.removeprefix("The ") in texts  # 15 words: the cleaner drops the article
+    assert all(len(t.split()) <= 32 for t in texts)
+    # the same note with its punctuation blanked (same offsets): cut at the tight ceiling
+    spoken = blank_punctuation(note)
+    doc = nlp(spoken)
+    assert fits(doc, 8) and not any("hypotonia" in t and "history" in t for t in chunk_texts(doc))
+    # and where a sentence lost its period, a new piece begins ("... clinic The child ...")
+    assert any(t.startswith("The child") for t in chunk_texts(doc))
+    assert any(t.startswith("Review") for t in chunk_texts(doc))
+    # without the adaptive settings the punctuated clause is cut at 8 like any other
+    assert all(len(t.split()) <= 8 for t in chunk_texts(clause_chain(max_tokens=8)(note)))
+
+
+def test_the_loose_ceiling_still_cuts_a_clause_over_it():
+    nlp = clause_chain(max_tokens=4, punctuated_max_tokens=10, punctuated_every=40)
+    clause = " ".join(["pain"] * 25)
+    texts = fits(nlp(f"Seen today, in clinic. {clause}. Well, stable."), 10)
+    assert 4 < max(len(t.split()) for t in texts) <= 10
+
+
+def test_a_capital_inside_punctuated_text_is_a_name_not_a_sentence_start():
+    nlp = clause_chain(**ADAPTIVE)
+    note = "Seen today, in clinic. Patients with Kabuki syndrome were reviewed. Stable, well."
+    assert "Patients with Kabuki syndrome were reviewed" in chunk_texts(nlp(note))
+    # unpunctuated: no cut after "of" or a negation, nor inside a run of names
+    texts = chunk_texts(nlp("the child had a history of Marfan features no Pierre Robin sequence"))
+    assert texts == ["the child had a history of Marfan features", "no Pierre Robin sequence"] or all(
+        not t.endswith(("of", "no")) for t in texts)
+    assert not any(t.startswith("Robin") for t in texts)
+
+
+def test_adaptive_settings_on_a_200000_character_line_without_punctuation():
+    nlp = ceiling_nlp(**ADAPTIVE)
+    pipe = nlp.get_pipe("clin_size_ceiling")
+    text = ("fever with rash and pain We " * 8_000).strip()
+    assert len(text) >= 199_990
+    pieces = check(nlp(text), 8)
+    assert all(p.startswith("We") or p == pieces[0] for p in pieces if "We" in p.split()[:1]) and len(pieces) >= 8_000
+    assert pipe.work < 4 * len(text.split())
+
+
+def test_adaptive_work_grows_linearly_with_the_text():
+    per_word = []
+    for n in (2_000, 100_000):
+        nlp = ceiling_nlp(**ADAPTIVE)
+        pipe = nlp.get_pipe("clin_size_ceiling")
+        nlp(" ".join(["dose", "with", "food", "and", "Water"] * (n // 5)))
+        per_word.append(pipe.work / n)
+    assert per_word[1] <= 1.1 * per_word[0]
+    assert per_word[1] < 4
+
+
+def test_adaptive_ceiling_of_one_token_gives_one_word_pieces():
+    nlp = clause_chain(max_tokens=1, punctuated_max_tokens=1, sentence_starts=True)
+    text = "Fever, cough and rash since Monday.\nNo vomiting We report"
+    assert chunk_texts(nlp(text)) == blank_punctuation(text).split()
+
+
+def test_a_loose_ceiling_under_the_tight_one_is_rejected():
+    with pytest.raises(Exception, match="punctuated_max_tokens"):
+        ceiling_nlp(max_tokens=8, punctuated_max_tokens=4)

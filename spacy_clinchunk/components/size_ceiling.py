@@ -23,6 +23,16 @@ boundary after any word but a negation. The candidates of a piece
 are found once, in one pass over its words, and kept in sorted lists; each cut picks its
 boundary by bisection, so a piece of n words costs O(n) to scan and O(log n) per cut.
 Pieces are character ranges of ``doc.text``: the text is never rewritten.
+
+The ceiling adapts to the text around a piece (``punctuated_max_tokens``, 0: off). A piece in
+punctuated text (the piece and ``punctuation_window`` words on each side hold a clause mark
+``. , ; : ! ?`` per ``punctuated_every`` words) is a clause its writer kept whole: it is cut
+only over the loose ceiling, which protects the embedder. A piece in text without such marks
+(dictated, copy-pasted) is a run-on the splitters could not cut: the tight ``max_tokens``
+applies. With ``sentence_starts``, a piece of unpunctuated text is first cut where a sentence
+lost its period: before a capitalized word that follows a word in lower case ("short stature
+We report"), whatever the piece's size. The doc's word starts and marks are found in one pass;
+each piece's test is two bisections.
 """
 
 import re
@@ -36,12 +46,15 @@ from spacy.tokens import Doc
 from .base import ChunkRefiner, refiner_factory
 from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from ..resources_io import Override
-from ..spans import Range, normalize_word
-from .settings import PositiveInt
+from ..spans import Range, doc_text, normalize_word
+from .settings import NonNegativeInt, PositiveInt, SettingError
 from .token_counters import AutoTokenCounter, counts_words
 
 FACTORY = "clin_size_ceiling"
 DEFAULT_MAX_TOKENS = 8
+DEFAULT_PUNCTUATED_MAX_TOKENS = 0  # 0: one ceiling for all text
+DEFAULT_PUNCTUATION_WINDOW = 40  # words on each side of a piece
+DEFAULT_PUNCTUATED_EVERY = 40  # punctuated: at least one clause mark per this many words
 DEFAULT_COUNTER = {"@misc": "spacy_clinchunk.AutoTokenCounter.v1"}
 CUE_LISTS = (  # word lists by rank (after line breaks and list markers, rank 0)
     ("coordinating_conjunctions", "transition_markers"),
@@ -50,22 +63,43 @@ CUE_LISTS = (  # word lists by rank (after line breaks and list markers, rank 0)
 )
 N_RANKS = 2 + len(CUE_LISTS)  # line breaks and list markers, the cue lists, function-word runs
 _WORD = re.compile(r"\S+")
+_CLAUSE_MARK = re.compile(r"[.,;:!?](?=\s|$)")  # ends a clause: "2.5" and "10:30" do not
+_LOWER, _UPPER = "a-zß-öø-ÿ", "A-ZÀ-ÖØ-Þ"  # Latin letters, ASCII and Latin-1
+# a word that starts and ends in lower case (or a digit), then a capitalized word: the match
+# ends where the capitalized word starts
+_LOST_START = re.compile(rf"(?<!\S)[{_LOWER}\d](?:\S*[{_LOWER}\d])?\s+(?=[{_UPPER}][{_LOWER}]+(?:\s|$))")
 _LIST_MARKER = re.compile(r"(?:[-*•·–—▪]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])$")
 
 Phrases = Dict[str, List[Tuple[str, ...]]]  # first word -> phrases starting with it, longest first
 
 
-@refiner_factory(FACTORY, scored=True, max_tokens=DEFAULT_MAX_TOKENS, token_counter=DEFAULT_COUNTER)
+@refiner_factory(
+    FACTORY, scored=True, max_tokens=DEFAULT_MAX_TOKENS, punctuated_max_tokens=DEFAULT_PUNCTUATED_MAX_TOKENS,
+    punctuation_window=DEFAULT_PUNCTUATION_WINDOW, punctuated_every=DEFAULT_PUNCTUATED_EVERY, sentence_starts=False,
+    token_counter=DEFAULT_COUNTER,
+)
 def make_size_ceiling(
     nlp: Language,
     name: str,
     max_tokens: PositiveInt,
+    punctuated_max_tokens: NonNegativeInt,
+    punctuation_window: PositiveInt,
+    punctuated_every: PositiveInt,
+    sentence_starts: bool,
     token_counter: Callable[[Sequence[str]], List[int]],
     spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
+    if punctuated_max_tokens and punctuated_max_tokens < max_tokens:
+        raise SettingError(
+            f"{name}: punctuated_max_tokens ({punctuated_max_tokens}) must be 0 (off) or at least max_tokens ({max_tokens})"
+        )
     return SizeCeiling(
         nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
         max_tokens=max_tokens,
+        punctuated_max_tokens=punctuated_max_tokens,
+        punctuation_window=punctuation_window,
+        punctuated_every=punctuated_every,
+        sentence_starts=sentence_starts,
         token_counter=token_counter,
     )
 
@@ -96,9 +130,18 @@ class SizeCeiling(ChunkRefiner):
         *,
         max_tokens: int,
         token_counter: Callable[[Sequence[str]], List[int]],
+        punctuated_max_tokens: int = 0,
+        punctuation_window: int = DEFAULT_PUNCTUATION_WINDOW,
+        punctuated_every: int = DEFAULT_PUNCTUATED_EVERY,
+        sentence_starts: bool = False,
         **kwargs: Any,
     ) -> None:
         self.max_tokens = max_tokens
+        self.punctuated_max_tokens = punctuated_max_tokens
+        self.punctuation_window = punctuation_window
+        self.punctuated_every = punctuated_every
+        self.sentence_starts = sentence_starts
+        self._marks_of: Tuple[Optional[str], List[int], List[int]] = (None, [], [])  # text, word starts, clause marks
         self.token_counter = token_counter
         self.work = 0  # words scanned plus cuts made, since creation (a linear-time check reads it)
         # the auto counter looks at the whole pipeline, so it is bound at the first run, when
@@ -114,7 +157,7 @@ class SizeCeiling(ChunkRefiner):
 
     def __getstate__(self) -> Dict[str, Any]:  # pickled (n_process): bind first, drop the reference
         self.bind_counter()
-        return dict(self.__dict__)
+        return {**self.__dict__, "_marks_of": (None, [], [])}  # no note text in the pickle
 
     def setup(self) -> None:
         self.cue_tables = [_phrase_table(w for n in names for w in self.resources[n]) for names in CUE_LISTS]
@@ -130,11 +173,38 @@ class SizeCeiling(ChunkRefiner):
         self.bind_counter()
         group = doc.spans.get(self.spans_key) if self.spans_key in doc.spans else None
         if group is not None and counts_words(self.token_counter):
-            if all(len(span) <= self.max_tokens for span in group):
+            if all(len(span) <= self.max_tokens for span in group) and not (
+                self.sentence_starts and _LOST_START.search(doc_text(doc))
+            ):
                 return doc
-        return super().__call__(doc)
+        try:
+            return super().__call__(doc)
+        finally:
+            self._marks_of = (None, [], [])  # the doc's marks are not kept past it
 
     def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
+        starts = self.lost_sentence_starts(text, start, end) if self.sentence_starts else []
+        if not starts:
+            return self._fit(text, start, end)
+        pieces: List[Range] = []
+        for a, b in zip([start] + starts, starts + [end]):
+            pieces.extend(self._fit(text, a, b))
+        return pieces
+
+    def lost_sentence_starts(self, text: str, start: int, end: int) -> List[int]:
+        """Where a sentence began in a piece of unpunctuated text: a capitalized word (not one
+        letter, not all capitals) after a word written in lower case ("... short stature We
+        report ...", "... seizures Patients ..."). Dictated or pasted text lost the period there;
+        in punctuated text the sentencizer already cut at sentence ends, so a capital inside a
+        piece is a name, and no cue. Not after a negation or a word no chunk ends with ("of")."""
+        found = list(_LOST_START.finditer(text, start, end))
+        if not found or self.punctuated(text, start, end):
+            return []
+        barred = self.negations | self.trailing
+        return [m.end() for m in found if normalize_word(m.group().split()[0]) not in barred]
+
+    def _fit(self, text: str, start: int, end: int) -> List[Range]:
+        """The piece, cut under its ceiling (the tight one, or the loose one in punctuated text)."""
         words = [(m.start(), m.end()) for m in _WORD.finditer(text, start, end)]
         self.work += len(words)
         if not words:
@@ -150,7 +220,34 @@ class SizeCeiling(ChunkRefiner):
             prefix.append(prefix[-1] + count)
         if prefix[-1] <= self.max_tokens:
             return [(words[0][0], words[-1][1])]
-        return [(words[a][0], words[b - 1][1]) for a, b in self._cut(text, words, prefix)]
+        limit = self.punctuated_max_tokens if self.punctuated_max_tokens and self.punctuated(text, start, end) else self.max_tokens
+        if prefix[-1] <= limit:
+            return [(words[0][0], words[-1][1])]
+        return [(words[a][0], words[b - 1][1]) for a, b in self._cut(text, words, prefix, limit)]
+
+    # -- punctuation around a piece ---------------------------------------------------
+    def punctuated(self, text: str, start: int, end: int) -> bool:
+        """Whether the piece lies in punctuated text: the piece and ``punctuation_window`` words on
+        each side hold at least one clause mark (``. , ; : ! ?`` before a space) per
+        ``punctuated_every`` words. In punctuated text a long piece is one clause the writer kept
+        whole, so only the loose ceiling (the embedder's limit) applies; in dictated or
+        copy-pasted text without marks the splitters found no boundary, and the tight one does.
+        The doc's word starts and marks are found once per text (one pass), each piece is then
+        two bisections."""
+        cached, starts, marks = self._marks_of
+        if cached is not text:
+            starts = [m.start() for m in _WORD.finditer(text)]
+            marks = [m.start() for m in _CLAUSE_MARK.finditer(text)]
+            self._marks_of = (text, starts, marks)
+            self.work += len(starts)
+        first = max(bisect_left(starts, start) - self.punctuation_window, 0)
+        last = min(bisect_left(starts, end) + self.punctuation_window, len(starts))  # one past the window's last word
+        if last <= first:
+            return False
+        low = starts[first]
+        high = starts[last] if last < len(starts) else len(text)
+        n_marks = bisect_left(marks, high) - bisect_left(marks, low)
+        return n_marks * self.punctuated_every >= last - first
 
     # -- cutting ----------------------------------------------------------------
     def candidates(self, text: str, words: Sequence[Range]) -> Tuple[List[List[int]], List[bool]]:
@@ -191,16 +288,16 @@ class SizeCeiling(ChunkRefiner):
                     ranked[N_RANKS - 1].append(i)
         return ranked, barred
 
-    def _cut(self, text: str, words: Sequence[Range], prefix: Sequence[int]) -> List[Tuple[int, int]]:
+    def _cut(self, text: str, words: Sequence[Range], prefix: Sequence[int], limit: int) -> List[Tuple[int, int]]:
         ranked, barred = self.candidates(text, words)
         pieces: List[Tuple[int, int]] = []
         stack = [(0, len(words))]
         while stack:
             a, b = stack.pop()
-            if prefix[b] - prefix[a] <= self.max_tokens or b - a == 1:
+            if prefix[b] - prefix[a] <= limit or b - a == 1:
                 pieces.append((a, b))
                 continue
-            i = self._best_cut(ranked, barred, prefix, a, b, self.max_tokens)
+            i = self._best_cut(ranked, barred, prefix, a, b, limit)
             self.work += 1
             stack.append((i, b))
             stack.append((a, i))
