@@ -153,8 +153,7 @@ def set_doc_values(doc: Doc, values: Dict[str, Any]) -> None:
         _DOC_KEY_LAYOUT.append(doc._._get_key("x") == ("._.", "x", None, None))
     data, table, underscore = doc.user_data, Underscore.doc_extensions, None
     for name, value in values.items():
-        spec = table.get(name)
-        if _DOC_KEY_LAYOUT[0] and spec is not None and spec[1] is None and spec[2] is None and spec[3] is None:
+        if _DOC_KEY_LAYOUT[0] and _stored(table.get(name)):
             data[("._.", name, None, None)] = value
         else:
             underscore = underscore or doc._
@@ -163,7 +162,11 @@ def set_doc_values(doc: Doc, values: Dict[str, Any]) -> None:
 
 def stored_span_extension(name: str) -> bool:
     """Whether ``Span._.<name>`` is a stored value (no getter, method or setter)."""
-    spec = Underscore.span_extensions.get(name)
+    return _stored(Underscore.span_extensions.get(name))
+
+
+def _stored(spec: Any) -> bool:
+    """Whether an ``Underscore`` table entry ``(default, method, getter, setter)`` is a stored value."""
     return spec is not None and spec[1] is None and spec[2] is None and spec[3] is None
 
 

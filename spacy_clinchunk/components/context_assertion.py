@@ -283,13 +283,13 @@ class ContextAssertion(Pipe):
             error_handler(self.name, self, [doc], err)
         return doc
 
-    def _language_of(self, doc: Doc, text: Optional[str] = None) -> str:
+    def _language_of(self, doc: Doc, text: str) -> str:
         """The language whose rules apply to ``doc``, recorded on it (``Doc._.clin_language``);
         detected only with ``"auto"``: a fixed language costs nothing per doc."""
         score: Optional[float] = None
         lang = self.lang
         if self.auto:
-            guess = detect_language(doc.text if text is None else text, self.languages)
+            guess = detect_language(text, self.languages)
             if guess.sure:
                 lang, score = str(guess.language), guess.score
             else:
