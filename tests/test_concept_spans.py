@@ -76,6 +76,20 @@ def test_the_trained_pipeline_loads_from_any_folder_and_predicts_exact_spans(tra
 
 
 @pytest.mark.slow
+def test_every_score_weight_names_a_score_the_training_reports(trained):
+    """Early stopping reads the weighted dev scores: a weight on a name the scorer never writes
+    (span_finder reports ``spans_<key>_f``, not ``span_finder_<key>_f``) scores every evaluation
+    0, so model-best is the first step's weights. The saved meta holds what the scorer wrote."""
+    import json
+
+    meta = json.loads((trained / "meta.json").read_text(encoding="utf-8"))
+    config = spacy.util.load_config(CONFIG_DIR / "training" / "concept_spans.cfg")
+    weighted = {name for name, weight in config["training"]["score_weights"].items() if weight}
+    assert weighted and weighted <= set(meta["performance"]), (sorted(weighted), sorted(meta["performance"]))
+    assert f"spans_{KEY}_f" in weighted
+
+
+@pytest.mark.slow
 def test_to_disk_and_spacy_load_reproduce_spans_and_probabilities(trained, tmp_path):
     import numpy as np
 
