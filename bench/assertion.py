@@ -17,6 +17,9 @@ Quality, per concept in its sentence (the concept given as a span), per language
   (about 100 concepts per language, ordinary notes' mix of statuses), written and committed
   before the second rule round and measured once at its end (``--sets 'own-test2-*'``);
   ``own-dev2-<lang>`` (<lang>_dev2.jsonl) are extra development rows (``--sets 'own-dev*'``).
+* ``own-test3-<lang>``: bench/data/assertion/<lang>_test3.jsonl, a third frozen split (at least
+  150 concepts and 20 per status per language), written and committed before the third rule
+  round and measured once at its end (``--sets 'own-test3-*' --skip-speed``).
 
 ``--sets`` takes names or shell patterns: ``--sets 'own-dev-*'`` or
 ``--sets own-test-en,own-test-de``. ``--errors`` lists our misses on development sets
