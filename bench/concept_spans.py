@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,9 +35,9 @@ import numpy as np
 
 import common  # noqa: F401  (offline environment first)
 import retrieval as rb
+from spacy_clinchunk.components.concept_focus import combine_focus
 
 Range = Tuple[int, int]
-COORDINATION = re.compile(r"\b(?:and|or|nor)\b|,|/", re.IGNORECASE)
 MAX_LENGTH = 8  # the config's span_finder max_length (tokens)
 
 
@@ -70,17 +69,23 @@ def rule_groups(docs: Sequence[rb.Document]) -> Tuple[List[List[Range]], List[Li
 
 def learned_focus(text: str, chunks: List[Range], focus: List[Range], links: List[List[int]],
                   learned: List[Range], keep_coordination: bool) -> List[Range]:
-    """Learned spans as each chunk's focus; its rule focus spans where the model found none."""
-    result = set(learned)
-    for chunk, ids in zip(chunks, links):
-        inside = [r for r in learned if rb.overlaps(r, chunk)]
-        rules = [focus[i] for i in ids]
-        if not inside:
-            result.update(rules)
-        elif keep_coordination:
-            result.update(r for r in rules if COORDINATION.search(text[r[0]:r[1]]) and
-                          any(rb.overlaps(r, s) for s in inside))
-    return sorted(result)
+    """What clin_concept_focus writes (its own function): learned spans as each chunk's focus, its
+    rule focus spans where the model found none (and, kept whole, coordinations beside them)."""
+    coordination = concept_focus_pipe().coordination_re if keep_coordination else None
+    return [(s, e) for s, e, _ in combine_focus(text, chunks, focus, links, learned, coordination)]
+
+
+def concept_focus_pipe():
+    """The shipped component (English word lists), for its coordination pattern."""
+    global _CONCEPT_FOCUS
+    if _CONCEPT_FOCUS is None:
+        import spacy
+
+        _CONCEPT_FOCUS = spacy.blank("en").add_pipe("clin_concept_focus")
+    return _CONCEPT_FOCUS
+
+
+_CONCEPT_FOCUS = None
 
 
 def late_vectors(docs: Sequence[rb.Document], rows: Sequence[rb.Row], embedder) -> List[np.ndarray]:
@@ -129,7 +134,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", type=Path, required=True, help="folder of scripts/train_concept_spans.py")
     parser.add_argument("--thresholds", default="0.2,0.3,0.4,0.5")
-    parser.add_argument("--threshold", type=float, default=0.4, help="the learned spans the combinations use")
+    parser.add_argument("--threshold", type=float, default=0.3, help="the learned spans the combinations use (the config's span_finder threshold)")
     parser.add_argument("--speed", type=Path, help="a trained model folder: add its words/s and memory")
     parser.add_argument("--cache", type=Path)
     parser.add_argument("--late", action="store_true", help="only the late-chunked rows (and their plain twins)")

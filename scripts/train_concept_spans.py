@@ -5,6 +5,7 @@
     python scripts/train_concept_spans.py cv     [--data DIR] --out DIR [--folds 5] [--epochs N]
     python scripts/train_concept_spans.py build  [--data DIR] --out DIR      # every document (make concept-spans)
     python scripts/train_concept_spans.py predict --model MODEL --out DIR    # again, on DIR/test_docs
+    python scripts/train_concept_spans.py assemble --model MODEL --out DIR   # the retrieval_learned pipeline
 
 Why grouped: near-duplicate texts on both sides of a split let a model score what it has
 memorised. Documents are grouped by their ``source`` field and, inside one source, by shared
@@ -146,6 +147,30 @@ def predict(model: Path, files: Sequence[Path], predicted: dict, scores: dict) -
         }
 
 
+def assemble(model: Path, out: Path) -> Path:
+    """The ``retrieval_learned`` pipeline, saved to ``out``: ``configs/retrieval.cfg`` (clause
+    chunks, ceiling, rule focus), the trained transformer and span_finder, then
+    ``clin_concept_focus`` (learned spans as each chunk's focus, the rules as fallback).
+    A saved pipeline: ``spacy.load(out)`` or ``--strategy out`` loads it offline."""
+    import spacy
+
+    from spacy_clinchunk.components.base import require_extra
+    from spacy_clinchunk.pipeline import load_pipeline
+
+    nlp = load_pipeline(str(ROOT / "configs" / "retrieval.cfg"))
+    trained = spacy.load(model)
+    for name in ("transformer", "span_finder"):
+        nlp.add_pipe(name, source=trained)
+    nlp.add_pipe("clin_concept_focus", config={"concepts_key": TRAINED_KEY})
+    nlp.meta["name"] = "retrieval_learned"
+    nlp.meta["clinchunk"] = {"spans_key": "clin_chunks"}
+    require_extra(nlp, "transformers")
+    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    nlp.to_disk(out)
+    print(out)
+    return out
+
+
 def run_parts(out: Path, parts: List[tuple], seed: int, epochs: int) -> None:
     """Train each ``(name, train_files, test_files)`` and predict its test files."""
     import torch
@@ -165,14 +190,17 @@ def run_parts(out: Path, parts: List[tuple], seed: int, epochs: int) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["split", "half", "cv", "build", "predict"])
+    parser.add_argument("mode", choices=["split", "half", "cv", "build", "predict", "assemble"])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=0, help="override the config's max_epochs")
-    parser.add_argument("--model", type=Path, help="predict: a trained pipeline (model-best or model-last)")
+    parser.add_argument("--model", type=Path, help="predict, assemble: a trained pipeline (model-best or model-last)")
     args = parser.parse_args(argv)
+    if args.mode == "assemble":
+        assemble(args.model, args.out)
+        return 0
     if args.mode == "predict":
         predicted: dict = {}
         scores: dict = {}
@@ -200,7 +228,7 @@ def main(argv=None) -> int:
         run_parts(args.out, parts, args.seed, args.epochs)
     else:
         model = train(args.out / "all", files, args.seed, args.epochs)
-        print(model)
+        assemble(model, args.out / "retrieval_learned")
     return 0
 
 

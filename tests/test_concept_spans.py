@@ -137,3 +137,44 @@ def test_a_batch_mixing_empty_and_real_docs_gives_each_its_own_exact_group(train
     assert [doc.text for doc in docs] == texts
     assert [exact_offsets(doc) for doc in docs] == [exact_offsets(nlp(text)) for text in texts]
     assert exact_offsets(docs[0]) == [] == exact_offsets(docs[2])
+
+
+@pytest.fixture(scope="module")
+def assembled(trained, tmp_path_factory):
+    """scripts/train_concept_spans.py assemble: the retrieval_learned pipeline around the tiny model."""
+    out = tmp_path_factory.mktemp("retrieval_learned") / "pipeline"
+    result = subprocess.run(
+        [sys.executable, str(CONFIG_DIR.parent / "scripts" / "train_concept_spans.py"), "assemble",
+         "--model", str(trained), "--out", str(out)],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+@pytest.mark.slow
+def test_the_assembled_strategy_links_learned_focus_to_its_chunks_and_round_trips(assembled, tmp_path):
+    from spacy_clinchunk import attrs
+    from spacy_clinchunk.pipeline import resolve_pipeline
+
+    resolved = resolve_pipeline(assembled)
+    nlp = resolved.nlp
+    assert nlp.pipe_names[-3:] == ["transformer", "span_finder", "clin_concept_focus"]
+    assert resolved.chunks_key == attrs.CHUNKS_KEY and attrs.FOCUS_KEY in resolved.spans_keys
+    note = EXAMPLE_NOTE.read_text(encoding="utf-8")
+    doc = nlp(note)
+    learned = {(s.start_char, s.end_char) for s in doc.spans[KEY]}
+    focus = doc.spans[attrs.FOCUS_KEY]
+    chunks = doc.spans[attrs.CHUNKS_KEY]
+    assert learned and len(focus) > 0  # threshold 0: the tiny model proposes spans everywhere
+    assert [(s.start_char, s.end_char) for s in focus] == sorted((s.start_char, s.end_char) for s in focus)
+    for position, span in enumerate(focus):
+        assert span.text == note[span.start_char:span.end_char]
+        owner = chunks[span._.clin_focus_of]
+        assert position in owner._.clin_focus_ids
+        assert owner.start_char < span.end_char and span.start_char < owner.end_char
+    nlp.to_disk(tmp_path / "again")
+    again = spacy.load(tmp_path / "again")(note)
+    assert [(s.start_char, s.end_char, s._.clin_focus_of) for s in again.spans[attrs.FOCUS_KEY]] == \
+           [(s.start_char, s.end_char, s._.clin_focus_of) for s in focus]
+    assert exact_offsets(nlp("")) == [] and len(nlp("").spans[attrs.FOCUS_KEY]) == 0

@@ -162,17 +162,21 @@ class ChunkRefiner(Pipe):
         error_handler = self.get_error_handler()
         try:
             self.resources  # noqa: B018  (load data errors before touching the doc)
-            text = doc_text(doc)
-            refined: List[Range] = []
-            for start, end in current_ranges(doc, self.spans_key, self.abbreviation_rule, text):
-                refined.extend(self.refine(text, start, end))
-            write_group(doc, self.spans_key, refined, text)
-            return doc
+            self.annotate(doc)
         except ResourceError:
             raise  # a configuration error, not a problem of this document
         except Exception as err:  # routed like spaCy's own pipes
             error_handler(self.name, self, [doc], err)
-            return doc
+        return doc
+
+    def annotate(self, doc: Doc) -> None:
+        """Refine every chunk and write the group back; a component that writes another group
+        (``clin_focus``, ``clin_concept_focus``) overrides this, keeping the error routing."""
+        text = doc_text(doc)
+        refined: List[Range] = []
+        for start, end in current_ranges(doc, self.spans_key, self.abbreviation_rule, text):
+            refined.extend(self.refine(text, start, end))
+        write_group(doc, self.spans_key, refined, text)
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
         """The ``scorer`` on this component's own span group (``{}`` without a scorer)."""

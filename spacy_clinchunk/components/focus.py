@@ -30,7 +30,7 @@ keep the chunk's assertion: it is decided on the full clause, so run this compon
 """
 
 import re
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -38,7 +38,7 @@ from spacy.tokens import Doc, Span
 from .. import attrs
 from .base import ChunkRefiner, refiner_factory
 from .coordination import CoordinationRules
-from ..resources_io import Override, ResourceError
+from ..resources_io import Override
 from .settings import NonNegativeInt, PositiveInt, SettingError
 from ..spans import Range, TokenIndex, doc_text
 
@@ -327,18 +327,7 @@ class ClinFocus(ChunkRefiner):
         return bool(words) and self.modifier(words[-1])
 
     # -- spaCy API ----------------------------------------------------------
-    def __call__(self, doc: Doc) -> Doc:
-        error_handler = self.get_error_handler()
-        try:
-            self.resources  # noqa: B018  (load data errors before touching the doc)
-            self._annotate(doc)
-        except ResourceError:
-            raise  # a configuration error, not a problem of this document
-        except Exception as err:  # routed like spaCy's own pipes
-            error_handler(self.name, self, [doc], err)
-        return doc
-
-    def _annotate(self, doc: Doc) -> None:
+    def annotate(self, doc: Doc) -> None:
         text = doc_text(doc)
         chunks = list(doc.spans.get(self.spans_key, []))
         index = TokenIndex(doc, text)
@@ -348,25 +337,32 @@ class ClinFocus(ChunkRefiner):
                 span = index.span(s, e)
                 if span is not None and chunk.start <= span.start and span.end <= chunk.end:
                     owners.append((span.start, span.end, number))
-        owners = sorted(set(owners))
-        focus = [Span(doc, s, e, label=FOCUS_LABEL) for s, e, _ in owners]
-        doc.spans[self.focus_key] = focus
-        names = attrs.field_names(doc.spans.get(self.spans_key))
-        carried = {field: names[field] for field in ASSERTION_FIELDS}
-        if carried != {field: attrs.ext(field) for field in ASSERTION_FIELDS}:  # assertion under another prefix
-            attrs.declare_field_names(doc.spans[self.focus_key], carried)
-        links: Dict[int, List[int]] = {number: [] for number in range(len(chunks))}
-        statuses: Dict[int, Dict[str, object]] = {}
-        for position, (span, (_, _, number)) in enumerate(zip(focus, owners)):
-            links[number].append(position)
-            underscore = span._
-            underscore.clin_focus_of = number
-            if number not in statuses:
-                statuses[number] = _assertion_of(chunks[number], carried)
-            for name, value in statuses[number].items():
-                setattr(underscore, name, list(value) if isinstance(value, list) else value)
-        for number, chunk in enumerate(chunks):
-            chunk._.clin_focus_ids = links[number]
+        write_linked_focus(doc, self.focus_key, self.spans_key, chunks, sorted(set(owners)))
+
+
+def write_linked_focus(doc: Doc, focus_key: str, spans_key: str, chunks: Sequence[Span],
+                       owners: Sequence[Tuple[int, int, int]]) -> None:
+    """Write ``(start token, end token, chunk number)`` as the focus group, sorted, linked both
+    ways to ``chunks`` (``clin_focus_of`` / ``clin_focus_ids``), each span carrying its chunk's
+    assertion attributes (under the names the chunk group declares)."""
+    focus = [Span(doc, s, e, label=FOCUS_LABEL) for s, e, _ in owners]
+    doc.spans[focus_key] = focus
+    names = attrs.field_names(doc.spans.get(spans_key))
+    carried = {field: names[field] for field in ASSERTION_FIELDS}
+    if carried != {field: attrs.ext(field) for field in ASSERTION_FIELDS}:  # assertion under another prefix
+        attrs.declare_field_names(doc.spans[focus_key], carried)
+    links: Dict[int, List[int]] = {number: [] for number in range(len(chunks))}
+    statuses: Dict[int, Dict[str, object]] = {}
+    for position, (span, (_, _, number)) in enumerate(zip(focus, owners)):
+        links[number].append(position)
+        underscore = span._
+        underscore.clin_focus_of = number
+        if number not in statuses:
+            statuses[number] = _assertion_of(chunks[number], carried)
+        for name, value in statuses[number].items():
+            setattr(underscore, name, list(value) if isinstance(value, list) else value)
+    for number, chunk in enumerate(chunks):
+        chunk._.clin_focus_ids = links[number]
 
 
 def _assertion_of(chunk: Span, names: Dict[str, str]) -> Dict[str, object]:
