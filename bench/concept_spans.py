@@ -1,7 +1,7 @@
 """Learned concept spans (configs/training/concept_spans.cfg) beside the rules, with bench/retrieval.py's measures.
 
     python bench/concept_spans.py --run /tmp/clinchunk_concepts/half [--thresholds 0.2,0.3,0.4,0.5]
-                                  [--speed MODEL_DIR] [--cache F.npz]
+                                  [--speed MODEL_DIR ...] [--speed-only] [--cache F.npz]
 
 ``--run`` is a folder written by ``scripts/train_concept_spans.py half|cv``: its ``test_docs``
 are the documents scored (they were never trained on), ``scores.json`` the per-token start and
@@ -19,8 +19,9 @@ of these documents only, so compare rows of one table):
 
 ``--late`` scores ``punct_conj_cleaned`` and ``retrieval`` again with late-chunked vectors (one
 document-level pass of the bundled MiniLM, each chunk the mean of its tokens there).
-``--speed MODEL_DIR`` adds words/s (one pass of ``nlp.pipe`` over the test documents, torch on 2
-threads) and the peak resident memory of a fresh process that loads and runs the model.
+``--speed MODEL_DIR [...]`` (``--speed-only``: nothing else) adds words/s, words per CPU-second
+(one pass of ``nlp.pipe`` over the test documents, torch on 2 threads) and the peak resident
+memory of a fresh process that loads and runs each model or pipeline.
 """
 from __future__ import annotations
 
@@ -105,18 +106,28 @@ def late_vectors(docs: Sequence[rb.Document], rows: Sequence[rb.Row], embedder) 
     return out
 
 
-def speed(model: Path, docs: Sequence[rb.Document]) -> Tuple[float, float]:
-    """Words/s and peak RSS (MB) of a fresh process that loads ``model`` and runs it on ``docs``."""
+def speed(model: Path, docs: Sequence[rb.Document]) -> Tuple[float, float, float]:
+    """Words/s (wall clock), words per CPU-second (every thread counted, so less sensitive to
+    other load) and peak RSS (MB) of a fresh process that loads ``model`` and runs it on ``docs``."""
     code = (
         "import json,resource,sys,time,torch,spacy; torch.set_num_threads(2)\n"
         "texts=json.load(sys.stdin); nlp=spacy.load(sys.argv[1]); list(nlp.pipe(texts[:2]))\n"
-        "t=time.perf_counter(); list(nlp.pipe(texts)); s=time.perf_counter()-t\n"
-        "print(json.dumps([sum(len(x.split()) for x in texts)/s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024]))"
+        "t=time.perf_counter(); c=time.process_time(); list(nlp.pipe(texts))\n"
+        "s=time.perf_counter()-t; cpu=time.process_time()-c; w=sum(len(x.split()) for x in texts)\n"
+        "print(json.dumps([w/s, w/cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024]))"
     )
     out = subprocess.run([sys.executable, "-c", code, str(model)], input=json.dumps([d.text for d in docs]),
                          capture_output=True, text=True, check=True).stdout
-    words_per_s, rss = json.loads(out.strip().splitlines()[-1])
-    return words_per_s, rss
+    words_per_s, words_per_cpu_s, rss = json.loads(out.strip().splitlines()[-1])
+    return words_per_s, words_per_cpu_s, rss
+
+
+def print_speeds(models: Sequence[Path], docs: Sequence[rb.Document]) -> int:
+    for model in models:
+        words_per_s, words_per_cpu_s, rss = speed(model, docs)
+        print(f"model {model}: {words_per_s:,.0f} words/s wall, {words_per_cpu_s:,.0f} words per CPU-second "
+              f"(one pass, 2 torch threads), peak RSS {rss:,.0f} MB")
+    return 0
 
 
 def late_table(docs: Sequence[rb.Document], rows: List[rb.Row], cache: rb.EmbeddingCache) -> int:
@@ -135,8 +146,9 @@ def main(argv=None) -> int:
     parser.add_argument("--run", type=Path, required=True, help="folder of scripts/train_concept_spans.py")
     parser.add_argument("--thresholds", default="0.2,0.3,0.4,0.5")
     parser.add_argument("--threshold", type=float, default=0.3, help="the learned spans the combinations use (the config's span_finder threshold)")
-    parser.add_argument("--speed", type=Path, help="a trained model folder: add its words/s and memory")
+    parser.add_argument("--speed", type=Path, nargs="+", help="trained model or pipeline folders: their words/s and memory")
     parser.add_argument("--cache", type=Path)
+    parser.add_argument("--speed-only", action="store_true", help="with --speed: only the speed lines")
     parser.add_argument("--late", action="store_true", help="only the late-chunked rows (and their plain twins)")
     args = parser.parse_args(argv)
     docs = rb.load_documents(args.run / "test_docs")
@@ -145,6 +157,8 @@ def main(argv=None) -> int:
     rows = [rb.build_row("punct_conj_cleaned", docs, 1), rb.build_row("retrieval", docs, 1), rb.evidence_row(docs)]
     if args.late:
         return late_table(docs, rows[:2], cache)
+    if args.speed_only:
+        return print_speeds(args.speed or (), docs)
     for t in (float(x) for x in args.thresholds.split(",")):
         for nearest in (False, True):
             name = f"learned (t={t:.2f}, {'nearest' if nearest else 'all pairs'})"
@@ -162,10 +176,7 @@ def main(argv=None) -> int:
     print(f"{len(docs)} test documents, {sum(len(d.annotations) for d in docs)} annotations, "
           f"{sum(len(d.text.split()) for d in docs)} words")
     print(rb.table(results, 5))
-    if args.speed:
-        words_per_s, rss = speed(args.speed, docs)
-        print(f"model {args.speed}: {words_per_s:,.0f} words/s (one pass, 2 torch threads), peak RSS {rss:,.0f} MB")
-    return 0
+    return print_speeds(args.speed or (), docs)
 
 
 if __name__ == "__main__":
