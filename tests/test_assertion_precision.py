@@ -209,7 +209,22 @@ ROUND3_CUES = [
 ]
 
 
-@pytest.mark.parametrize("lang,text,concept,expected", NO_ABNORMALITY + DATED + ROUND3_CUES)
+# Two findings joined before one predicate share it ("Strength and sensation intact"); an
+# "and" after a finding of its own still starts a new clause ("No edema and lungs clear").
+COORDINATED_SUBJECTS = [
+    ("en", "Tone and bulk are normal.", "Tone", "normal"),
+    ("en", "No edema and lungs clear.", "edema", "negated"),
+    ("en", "No edema and lungs clear.", "lungs", "normal"),
+    ("de", "Motorik und Sensibilität seitengleich.", "Motorik", "normal"),
+    ("de", "Keine Ödeme und Lunge frei.", "Lunge", "normal"),
+    ("es", "Tono y fuerza conservados.", "Tono", "normal"),
+    ("fr", "Tonus et force normaux.", "Tonus", "normal"),
+    ("nl", "Tonus en kracht normaal.", "Tonus", "normal"),
+    ("nl", "Geen oedeem en longen schoon.", "oedeem", "negated"),
+]
+
+
+@pytest.mark.parametrize("lang,text,concept,expected", NO_ABNORMALITY + DATED + ROUND3_CUES + COORDINATED_SUBJECTS)
 def test_round3_wordings(lang, text, concept, expected):
     """No-abnormality forms, dated events and their residue, and the doubt, exclusion and
     instruction wordings added in rule round 3."""
