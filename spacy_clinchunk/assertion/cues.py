@@ -237,10 +237,14 @@ def _longest_first(matches: List[Match], order: Dict[int, Tuple[int, str]]) -> L
     cues of different categories on the same tokens, the rule listed later wins: a later rule
     refines an earlier one (under an English tokenizer "pas d'anomalie" is two tokens, as is
     "pas d'" + a finding; it reads normal)."""
-    ordered = _later_rule_first(sorted(matches, key=lambda m: (m[1] - m[2], m[1])), order)
+    ordered = sorted(matches, key=lambda m: (m[1] - m[2], m[1]))
     taken: set = set()
-    kept = []
+    kept: List[Match] = []
     for match in ordered:
+        if kept and match[1:] == kept[-1][1:]:  # same tokens: sorted next to each other
+            if _refines(match[0], kept[-1][0], order):
+                kept[-1] = match
+            continue
         tokens = range(match[1], match[2])
         if not any(t in taken for t in tokens):
             taken.update(tokens)
@@ -249,21 +253,10 @@ def _longest_first(matches: List[Match], order: Dict[int, Tuple[int, str]]) -> L
     return kept
 
 
-def _later_rule_first(ordered: List[Match], order: Dict[int, Tuple[int, str]]) -> List[Match]:
-    """``ordered`` with each run of matches on the same tokens whose categories differ put
-    in reverse rule order (runs of one category keep their order)."""
-    result: List[Match] = []
-    i = 0
-    while i < len(ordered):
-        j = i + 1
-        while j < len(ordered) and ordered[j][1:] == ordered[i][1:]:
-            j += 1
-        run = ordered[i:j]
-        if len({order.get(m[0], (0, ""))[1] for m in run}) > 1:
-            run = sorted(run, key=lambda m: -order.get(m[0], (0, ""))[0])
-        result.extend(run)
-        i = j
-    return result
+def _refines(new: int, old: int, order: Dict[int, Tuple[int, str]]) -> bool:
+    """Whether rule ``new`` is of another category than ``old`` and listed after it."""
+    (new_at, new_category), (old_at, old_category) = order.get(new, (0, "")), order.get(old, (0, ""))
+    return new_category != old_category and new_at > old_at
 
 
 def _with_space_runs(pattern: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
