@@ -144,3 +144,88 @@ def test_resolved_history_stays_historical():
     span = check("en", "History of febrile seizures at age 2, resolved without treatment.", "febrile seizures", "historical")
     assert "negated" not in span._.clin_assertion_statuses
     check("en", "Her rash has resolved.", "rash", "negated")
+
+
+# Round 3. "No (acute) abnormality" calls the exam or study before it normal, in every
+# language and after a form label; a concept inside the cue (the abnormality itself) is negated.
+NO_ABNORMALITY = [
+    ("en", "Head CT: no acute intracranial findings.", "Head CT", "normal"),
+    ("en", "Portable chest film: no acute cardiopulmonary process.", "Portable chest film", "normal"),
+    ("en", "The abdominal CT showed no acute findings.", "abdominal CT", "normal"),
+    ("en", "Resting ECG: no acute ischemic changes.", "Resting ECG", "normal"),
+    ("en", "Impression: No acute intracranial abnormality.", "acute intracranial abnormality", "negated"),
+    ("en", "She is in no acute distress.", "acute distress", "negated"),
+    ("en", "Neurologic examination nonfocal.", "Neurologic examination", "normal"),
+    ("de", "Röntgen Thorax: keine akuten Veränderungen.", "Röntgen Thorax", "normal"),
+    ("de", "Das MRT zeigt keine frischen Läsionen.", "MRT", "normal"),
+    ("de", "Befund: keine akuten Veränderungen.", "akuten Veränderungen", "negated"),
+    ("es", "La TC abdominal no muestra hallazgos patológicos.", "TC abdominal", "normal"),
+    ("es", "Radiografía de columna sin lesiones agudas.", "Radiografía de columna", "normal"),
+    ("es", "Exploración neurológica: sin focalidad neurológica.", "Exploración neurológica", "normal"),
+    ("es", "Sin alteraciones agudas.", "alteraciones agudas", "negated"),
+    ("fr", "Radiographie thoracique : pas d'anomalie.", "Radiographie thoracique", "normal"),
+    ("fr", "Échographie rénale : absence d'anomalie notable.", "Échographie rénale", "normal"),
+    ("fr", "Aucune anomalie de la repolarisation.", "anomalie de la repolarisation", "negated"),
+    ("fr", "Examen neurologique : sans déficit.", "Examen neurologique", "normal"),
+    ("fr", "Examen neurologique sans déficit moteur.", "déficit moteur", "negated"),
+    ("fr", "Pas de déficit moteur.", "déficit moteur", "negated"),
+    ("fr", "Bruits du cœur réguliers.", "Bruits du cœur", "normal"),
+    ("nl", "Cor en pulmones: g.b.", "pulmones", "normal"),
+    ("nl", "Buikonderzoek: n.b.", "Buikonderzoek", "normal"),
+    ("nl", "N.B. patiënt gebruikt anticoagulantia.", "anticoagulantia", "affirmed"),
+    ("nl", "Nierfunctie en elektrolyten in orde.", "elektrolyten", "normal"),
+    ("nl", "Neurologisch: geen focale uitval.", "Neurologisch", "normal"),
+    ("nl", "Neurologisch onderzoek zonder uitval.", "uitval", "negated"),
+]
+
+# A dated past event is historical; what it left ("residual", "séquellaire", "restparese") is
+# present; a dose is no year ("Metformin 2000 mg").
+DATED = [
+    ("en", "In June 2014 he had a myocardial infarction.", "myocardial infarction", "historical"),
+    ("en", "Metformin 2000 mg daily.", "Metformin", "affirmed"),
+    ("en", "Prior subarachnoid hemorrhage with sequelae of memory loss.", "memory loss", "affirmed"),
+    ("de", "Im Oktober 2019 Bandscheibenvorfall.", "Bandscheibenvorfall", "historical"),
+    ("de", "Hirninfarkt 2016 mit Restaphasie.", "Restaphasie", "affirmed"),
+    ("de", "Metformin 2000 mg täglich.", "Metformin", "affirmed"),
+    ("es", "En octubre de 2019 presentó una hernia discal.", "hernia discal", "historical"),
+    ("es", "Ictus isquémico en 2016 con disartria residual.", "disartria residual", "affirmed"),
+    ("fr", "En octobre 2019, hernie discale opérée.", "hernie discale", "historical"),
+    ("fr", "AVC en 2016 avec dysarthrie séquellaire.", "dysarthrie séquellaire", "affirmed"),
+    ("nl", "In oktober 2019 een hernia nuclei pulposi.", "hernia nuclei pulposi", "historical"),
+    ("nl", "Hartinfarct 2016, gedotterd.", "Hartinfarct", "historical"),
+    ("nl", "CVA in 2016 met restafasie.", "restafasie", "affirmed"),
+    ("nl", "Metformine 2000 mg per dag.", "Metformine", "affirmed"),
+]
+
+# Doubt, exclusion and instructions in the wordings of round 3.
+ROUND3_CUES = [
+    ("de", "Weder Fieber noch Schüttelfrost.", "Schüttelfrost", "negated"),
+    ("de", "Noch leichtes Fieber.", "Fieber", "affirmed"),
+    ("es", "Vigilar la aparición de fiebre.", "fiebre", "hypothetical"),
+    ("fr", "Une embolie pulmonaire n'est pas exclue.", "embolie pulmonaire", "uncertain"),
+    ("fr", "Le ventricule droit n'est pas dilaté.", "ventricule droit", "negated"),
+    ("nl", "Let op verschijnselen van infectie zoals koorts.", "koorts", "hypothetical"),
+    ("nl", "Let op: allergie voor penicilline.", "allergie", "affirmed"),
+]
+
+
+# Two findings joined before one predicate share it ("Strength and sensation intact"); an
+# "and" after a finding of its own still starts a new clause ("No edema and lungs clear").
+COORDINATED_SUBJECTS = [
+    ("en", "Tone and bulk are normal.", "Tone", "normal"),
+    ("en", "No edema and lungs clear.", "edema", "negated"),
+    ("en", "No edema and lungs clear.", "lungs", "normal"),
+    ("de", "Motorik und Sensibilität seitengleich.", "Motorik", "normal"),
+    ("de", "Keine Ödeme und Lunge frei.", "Lunge", "normal"),
+    ("es", "Tono y fuerza conservados.", "Tono", "normal"),
+    ("fr", "Tonus et force normaux.", "Tonus", "normal"),
+    ("nl", "Tonus en kracht normaal.", "Tonus", "normal"),
+    ("nl", "Geen oedeem en longen schoon.", "oedeem", "negated"),
+]
+
+
+@pytest.mark.parametrize("lang,text,concept,expected", NO_ABNORMALITY + DATED + ROUND3_CUES + COORDINATED_SUBJECTS)
+def test_round3_wordings(lang, text, concept, expected):
+    """No-abnormality forms, dated events and their residue, and the doubt, exclusion and
+    instruction wordings added in rule round 3."""
+    check(lang, text, concept, expected)

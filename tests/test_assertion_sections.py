@@ -40,6 +40,12 @@ BLANK_CASES = [
     ("fr", "ATCD familiaux :\n- Père : goutte", "goutte", "family"),
     ("nl", "Familie-anamnese:\n- Vader: jicht\n- Moeder: borstkanker", "borstkanker", "family"),
     ("nl", "Relevante voorgeschiedenis:\n- Astma\n- Jicht", "Jicht", "historical"),
+    # a differential-diagnosis header makes what it lists uncertain (round 3)
+    ("en", "Differential diagnosis:\n1. Pneumonia\n2. Pulmonary embolism", "Pulmonary embolism", "uncertain"),
+    ("de", "Differentialdiagnose:\n- Pneumonie\n- Lungenembolie", "Lungenembolie", "uncertain"),
+    ("es", "Diagnóstico diferencial:\n- Neumonía\n- Tromboembolismo pulmonar", "Tromboembolismo pulmonar", "uncertain"),
+    ("fr", "Diagnostic différentiel : pneumopathie ou embolie pulmonaire.", "embolie pulmonaire", "uncertain"),
+    ("nl", "Differentiaal diagnose:\n- Pneumonie\n- Longembolie", "Longembolie", "uncertain"),
 ]
 
 # a year at the start of a line dates its finding, in any language
@@ -51,6 +57,13 @@ DATED_LINES = [
     ("nl", "Controle.\n2022: myocardinfarct", "myocardinfarct", "historical"),
     ("nl", "Controle.\n2019 - appendectomie", "appendectomie", "historical"),
     ("nl", "Controle op 12-03-2022: geen klachten.", "klachten", "negated"),
+    # round 3: a year and a finding, no colon; a number of units is no year
+    ("en", "Surgical history\n2011 cholecystectomy\n2016 hernia repair", "hernia repair", "historical"),
+    ("en", "Insulin:\n2000 units per week", "units", "affirmed"),
+    ("de", "Operationen\n2015 Cholezystektomie", "Cholezystektomie", "historical"),
+    ("es", "Cirugías\n2015 colecistectomía", "colecistectomía", "historical"),
+    ("fr", "Chirurgie\n2015 cholécystectomie", "cholécystectomie", "historical"),
+    ("nl", "Operaties\n2015 cholecystectomie", "cholecystectomie", "historical"),
 ]
 
 SECTIONIZER_CASES = [

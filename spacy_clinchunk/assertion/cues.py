@@ -72,6 +72,7 @@ class CueMatcher:
         self._token_anchors: List[List[FrozenSet[int]]] = []  # per token pattern: LOWER hashes a doc must hold
         self.rule_map: Dict[str, Any] = {}
         self.rule_by_id: Dict[int, Any] = {}  # the same rules by match id
+        self._order: Dict[int, Tuple[int, str]] = {}  # match id -> (rule position, category)
         self._has = {"phrases": False, "tokens": False, "regex": False}
         self._word_cache: Dict[str, List[str]] = {}
         self._sentence_initial: set = set()  # match ids of cues that must open a sentence
@@ -81,6 +82,7 @@ class CueMatcher:
     def add(self, key: str, context_rule: Any, rule: RuleDict) -> None:
         self.rule_map[key] = context_rule
         self.rule_by_id[self.vocab.strings.add(key)] = context_rule
+        self._order[self.vocab.strings.add(key)] = (len(self._order), rule["category"])
         if rule["category"] == "HISTORICAL":
             self._historical.add(self.vocab.strings.add(key))
         elif rule["direction"] in ("PSEUDO", "TERMINATE"):
@@ -118,6 +120,15 @@ class CueMatcher:
             self._word_cache[text] = [t.lower_ for t in self.nlp.make_doc(text) if not t.is_space]
         return self._word_cache[text]
 
+    def _spellings(self, value: str) -> List[List[str]]:
+        """The token sequences one ``IN`` value can match: as the tokenizer splits it alone,
+        and, for a value without spaces that it splits, the value as one token too (alone,
+        French "d'" is split in two; in "pas d'anomalie" it is one token)."""
+        words = self._words(value) or [value]
+        if len(words) > 1 and not any(c.isspace() for c in value):
+            return [words, [value]]
+        return [words]
+
     def _expand(self, pattern: List[Dict[str, Any]]) -> Optional[List[List[str]]]:
         """All word sequences of a LOWER/IN/? pattern, or None when it is not one."""
         phrases: List[List[str]] = [[]]
@@ -133,7 +144,7 @@ class CueMatcher:
                 values = lower["IN"]
             else:
                 return None
-            options = [self._words(v.lower()) or [v.lower()] for v in values]
+            options = [words for v in values for words in self._spellings(v.lower())]
             if op == "?":
                 options.append([])
             phrases = [p + o for p in phrases for o in options]
@@ -175,7 +186,7 @@ class CueMatcher:
             matches = [m for m in matches if keep(m[1], m[2])]
         if len(matches) < 2:
             return matches
-        kept = _longest_first(matches)
+        kept = _longest_first(matches, self._order)
         if self._historical and len(kept) < len(matches):
             kept = self._nested_history(matches, kept)
         return kept
@@ -221,18 +232,31 @@ class CueMatcher:
         return found
 
 
-def _longest_first(matches: List[Match]) -> List[Match]:
-    """Overlapping matches resolved as medspaCy does: the longest wins, then the first."""
+def _longest_first(matches: List[Match], order: Dict[int, Tuple[int, str]]) -> List[Match]:
+    """Overlapping matches resolved as medspaCy does: the longest wins, then the first. Of
+    cues of different categories on the same tokens, the rule listed later wins: a later rule
+    refines an earlier one (under an English tokenizer "pas d'anomalie" is two tokens, as is
+    "pas d'" + a finding; it reads normal)."""
     ordered = sorted(matches, key=lambda m: (m[1] - m[2], m[1]))
     taken: set = set()
-    kept = []
+    kept: List[Match] = []
     for match in ordered:
+        if kept and match[1:] == kept[-1][1:]:  # same tokens: sorted next to each other
+            if _refines(match[0], kept[-1][0], order):
+                kept[-1] = match
+            continue
         tokens = range(match[1], match[2])
         if not any(t in taken for t in tokens):
             taken.update(tokens)
             kept.append(match)
     kept.sort(key=lambda m: (m[1], m[2]))
     return kept
+
+
+def _refines(new: int, old: int, order: Dict[int, Tuple[int, str]]) -> bool:
+    """Whether rule ``new`` is of another category than ``old`` and listed after it."""
+    (new_at, new_category), (old_at, old_category) = order.get(new, (0, "")), order.get(old, (0, ""))
+    return new_category != old_category and new_at > old_at
 
 
 def _with_space_runs(pattern: List[Dict[str, Any]]) -> List[Dict[str, Any]]:

@@ -61,7 +61,9 @@ _WORDS: Dict[str, str] = {
         neu begonnen abgesetzt beschwerden linker linke linken rechter rechte ventrikel karzinom tumor
         fragliche raumforderung anamnestisch bronchiale asthma alte alter altes negativ blieben steril
         normwertig fraglicher kleiner kleine großer sollte auftreten bitte akute akuter virale
-        leichtgradig mittelgradig hochgradig abdomen""",
+        leichtgradig mittelgradig hochgradig abdomen
+        unklar unklare unklares ehemalige ehemaliger raucher raucherin isokor lichtreagibel bisher
+        vermutlich voroperationen seitengleich intakt kraft sensibilität befundlos""",
     "es": """el la los las de del que en con por para una un se su sus es está están presenta presentó sin no
         niega ni al lo le como pero más muy sobre desde hasta tras hace fue ha han tiene paciente
         antecedentes dolor fiebre tos disnea madre padre hermano hermana diagnóstico tratamiento alta
@@ -78,7 +80,9 @@ _WORDS: Dict[str, str] = {
         intervenido intervenida cardiopatía isquémica apendicectomía colecistectomía ausencia derrame
         pleural rigidez nuca ausente función renal conservada conservado otoscopia bilateral antecedente
         tratada correctamente infancia varicela episodio aguda agudo origen historia familiar muerte
-        súbita complicada complicado tipo moderada moderado leve grave""",
+        súbita complicada complicado tipo moderada moderado leve grave
+        anodino anodina isocóricas normorreactivas normalidad exfumador exfumadora impresiona focalidad
+        conservadas simétricas fuerza secuelas""",
     "fr": """le la les des du de et est un une en dans pour pas ne sur au aux avec sans par qui que ce cette
         il elle ont été avait sont était aucun aucune absence patient patiente antécédents douleur
         fièvre toux mère père frère sœur soeur examen traitement sortie hospitalisation diagnostic bilan
@@ -91,7 +95,9 @@ _WORDS: Dict[str, str] = {
         hypertension artérielle changement modification augmentation diminution gonflement faiblesse
         début nouveau débuté arrêté recommandé plaintes gauche droit droite ventricule carcinome tumeur
         appendicite rythme sinusal tracé infection urinaire basse oncle maternel paternel épileptique
-        histoire familiale mort subite signale nausée vomissement type aiguë aigu modérée légère sévère abdomen""",
+        histoire familiale mort subite signale nausée vomissement type aiguë aigu modérée légère sévère abdomen
+        normales stérile négative négatif ancienne ancien fumeuse fumeur défense particularité réactives isocores
+        symétriques indolore conservée régulier réguliers déficit séquellaire limites""",
     "nl": """de het een en van in is met niet geen zonder op voor bij naar te er dat die zijn was werd wordt
         heeft hebben had ook maar of om aan als door uit na nog wel patiënt koorts pijn hoest moeder
         vader broer zus voorgeschiedenis onderzoek behandeling opname ontslag beleid conclusie klachten
@@ -104,7 +110,9 @@ _WORDS: Dict[str, str] = {
         geadviseerd linker rechter ventrikel carcinoom tumor operatie cholecystectomie appendectomie
         tiener diagnose acute afwezig goed huid gaaf echografisch verdacht differentiaal diagnostisch
         virale infectie terugkomen indien optreden plotse familie doorgemaakt kind mazelen normale matig
-        ernstig licht abdomen""",
+        ernstig licht abdomen
+        orde bijzonderheden uitval steriel negatief voormalig roker isocoor lichtreactief symmetrisch
+        opgewekt kracht sensibiliteit bloedbeeld normaalwaarden rustig drukpijnlijk ademgeruis vesiculair""",
     "it": """il di della delle dei degli che non per nel nella alla sono anni paziente dolore febbre anamnesi
         esame terapia è stato stata anche""",
     "pt": """não com um uma sem paciente dor febre mãe pai anos nega foi está são também exame história ao à

@@ -61,8 +61,10 @@ class AssertionEngine:
                 if id(modifier) in seen:
                     continue
                 seen.add(id(modifier))
-                label = CATEGORY_LABELS.get(modifier.category)
-                if label is None or modifier.direction in ("TERMINATE", "PSEUDO"):
+                if modifier.direction in ("TERMINATE", "PSEUDO"):
+                    continue
+                label = _label_for(modifier, target)
+                if label is None:
                     continue
                 if self._governs(modifier, target):
                     governing.setdefault(label, []).append(modifier)
@@ -117,6 +119,21 @@ def _give_way(governing: Dict[str, List[Any]]) -> None:
         yielding = [_yields_to(m) for m in governing[label]]
         if all(yielding) and any(other in governing for names in yielding for other in names if other != label):
             del governing[label]
+
+
+def _label_for(modifier: Any, target: Span) -> Optional[str]:
+    """The status a cue gives ``target``: its category's, except that a cue overlapping the
+    span gives the rule's ``metadata.inside_span`` status when it has one. "No acute
+    intracranial abnormality" calls the CT before it normal, while the concept
+    "acute intracranial abnormality" inside the cue is absent: ``negated``."""
+    label = CATEGORY_LABELS.get(modifier.category)
+    m_start, m_end = modifier.modifier_span
+    if label is not None and m_start < target.end and target.start < m_end:
+        metadata = getattr(modifier.rule, "metadata", None) or {}
+        inside = metadata.get("inside_span") if isinstance(metadata, dict) else None
+        if isinstance(inside, str) and inside in PRECEDENCE:
+            return inside
+    return label
 
 
 def _yields_to(modifier: Any) -> Tuple[str, ...]:
