@@ -145,7 +145,8 @@ def test_focus_records_carry_their_chunks_context(module_server, tmp_path_factor
     assert len(records) == len(doc.spans[FOCUS]) > 0
     for record in records:
         parent = chunks[record["parent_id"]]
-        assert parent["start"] <= record["start"] and record["end"] <= parent["end"]
+        # cut from the ceiling's loose pieces, a focus span overlaps its chunk (most), it may reach past it
+        assert parent["start"] < record["end"] and record["start"] < parent["end"]
         assert record["context"] == parent["context"] and record["context"].startswith(ANSWER)
         assert record["enriched_text"] == f"{parent['context']}\n\n{record['text']}"
         assert record["assertion"] == parent["assertion"]

@@ -142,6 +142,14 @@ class ChunkRefiner(Pipe):
     def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
         raise NotImplementedError
 
+    def write_refined(self, doc: Doc, text: str, ranges: Sequence[Range]) -> None:
+        """Refine every range of the group and write the result back (a refiner that writes a
+        second group as well, such as the ceiling's loose pieces, does both here)."""
+        refined: List[Range] = []
+        for start, end in ranges:
+            refined.extend(self.refine(text, start, end))
+        write_group(doc, self.spans_key, refined, text)
+
     # -- spaCy API ----------------------------------------------------------
     def initialize(
         self,
@@ -173,10 +181,7 @@ class ChunkRefiner(Pipe):
         """Refine every chunk and write the group back; a component that writes another group
         (``clin_focus``, ``clin_concept_focus``) overrides this, keeping the error routing."""
         text = doc_text(doc)
-        refined: List[Range] = []
-        for start, end in current_ranges(doc, self.spans_key, self.abbreviation_rule, text):
-            refined.extend(self.refine(text, start, end))
-        write_group(doc, self.spans_key, refined, text)
+        self.write_refined(doc, text, current_ranges(doc, self.spans_key, self.abbreviation_rule, text))
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
         """The ``scorer`` on this component's own span group (``{}`` without a scorer)."""

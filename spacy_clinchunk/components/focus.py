@@ -27,9 +27,17 @@ Each focus span has ``Span._.clin_focus_of`` (index of its chunk in ``clin_chunk
 chunk has ``Span._.clin_focus_ids`` (indices into ``clin_focus``, possibly empty). Focus spans
 keep the chunk's assertion: it is decided on the full clause, so run this component after
 ``clin_context_assertion``; the chunk's assertion attributes are copied as they are.
+
+With ``pieces_key`` (null: off) the focus spans are cut from that group instead: the loose
+pieces ``clin_size_ceiling`` writes under its own ``pieces_key``, whole clauses of punctuated
+text that the tight ceiling cut for assertion. Each focus span is then linked to the chunk it
+overlaps most (in tokens; ties: the first) and carries that chunk's assertion, so a focus span
+may reach past its chunk. The pieces are scaffolding: the group is removed once cut from. A doc
+without the group gets focus spans cut from the chunks, as with null.
 """
 
 import re
+from bisect import bisect_right
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
@@ -78,6 +86,7 @@ _TRAIL_WINDOW = 160  # characters searched for trailing framing (keeps trimming 
     head_extras=True,
     segment_min_words=5,
     trim_counts=True,
+    pieces_key=None,
 )
 def make_focus(
     nlp: Language,
@@ -91,10 +100,13 @@ def make_focus(
     head_extras: bool,
     segment_min_words: NonNegativeInt,
     trim_counts: bool,
+    pieces_key: Optional[str],
     spans_key: str, language: Optional[str], overrides: Dict[str, Override],  # every refiner's
 ) -> "ClinFocus":
     if spans_key == focus_key:
         raise SettingError(f"{name}: spans_key and focus_key must differ (both '{spans_key}')")
+    if pieces_key in (spans_key, focus_key):
+        raise SettingError(f"{name}: pieces_key ('{pieces_key}') must differ from spans_key and focus_key")
     return ClinFocus(
         nlp, name, spans_key=spans_key, language=language, overrides=overrides,
         focus_key=focus_key,
@@ -106,6 +118,7 @@ def make_focus(
         head_extras=head_extras,
         segment_min_words=segment_min_words,
         trim_counts=trim_counts,
+        pieces_key=pieces_key,
     )
 
 
@@ -151,6 +164,7 @@ class ClinFocus(ChunkRefiner):
         head_extras: bool,
         segment_min_words: int,
         trim_counts: bool,
+        pieces_key: Optional[str],
         **kwargs,
     ) -> None:
         self.focus_key = focus_key
@@ -162,6 +176,7 @@ class ClinFocus(ChunkRefiner):
         self.head_extras = head_extras
         self.segment_min_words = segment_min_words
         self.trim_counts = trim_counts
+        self.pieces_key = pieces_key
         # no scorer: focus spans overlap (extras beside their piece); they are not a chunking
         super().__init__(nlp, name, scorer=None, **kwargs)
 
@@ -330,13 +345,21 @@ class ClinFocus(ChunkRefiner):
     def annotate(self, doc: Doc) -> None:
         text = doc_text(doc)
         chunks = list(doc.spans.get(self.spans_key, []))
+        loose = self.pieces_key is not None and self.pieces_key in doc.spans
+        sources = list(doc.spans[self.pieces_key]) if loose else chunks
+        if loose:
+            del doc.spans[self.pieces_key]  # scaffolding of the ceiling, not an output
         index = TokenIndex(doc, text)
+        chunk_ends = [chunk.end for chunk in chunks]
         owners: List[Tuple[int, int, int]] = []  # (start token, end token, chunk number)
-        for number, chunk in enumerate(chunks):
-            for s, e in self.focus_ranges(text, chunk.start_char, chunk.end_char):
+        for number, source in enumerate(sources):
+            for s, e in self.focus_ranges(text, source.start_char, source.end_char):
                 span = index.span(s, e)
-                if span is not None and chunk.start <= span.start and span.end <= chunk.end:
-                    owners.append((span.start, span.end, number))
+                if span is None or not (source.start <= span.start and span.end <= source.end):
+                    continue
+                owner = _most_overlapped(chunks, chunk_ends, span.start, span.end) if loose else number
+                if owner is not None:
+                    owners.append((span.start, span.end, owner))
         write_linked_focus(doc, self.focus_key, self.spans_key, chunks, sorted(set(owners)))
 
 
@@ -363,6 +386,20 @@ def write_linked_focus(doc: Doc, focus_key: str, spans_key: str, chunks: Sequenc
             setattr(underscore, name, list(value) if isinstance(value, list) else value)
     for number, chunk in enumerate(chunks):
         chunk._.clin_focus_ids = links[number]
+
+
+def _most_overlapped(chunks: Sequence[Span], ends: Sequence[int], start: int, end: int) -> Optional[int]:
+    """The number of the chunk sharing the most tokens with ``[start, end)`` (ties: the first;
+    None: no chunk overlaps). The chunks are sorted and disjoint: a bisection finds the first
+    that ends after ``start``, and the scan stops at the first that starts at ``end``."""
+    best, best_shared = None, 0
+    number = bisect_right(ends, start)
+    while number < len(chunks) and chunks[number].start < end:
+        shared = min(end, chunks[number].end) - max(start, chunks[number].start)
+        if shared > best_shared:
+            best, best_shared = number, shared
+        number += 1
+    return best
 
 
 def _assertion_of(chunk: Span, names: Dict[str, str]) -> Dict[str, object]:

@@ -33,6 +33,12 @@ applies. With ``sentence_starts``, a piece of unpunctuated text is first cut whe
 lost its period: before a capitalized word that follows a word in lower case ("short stature
 We report"), whatever the piece's size. The doc's word starts and marks are found in one pass;
 each piece's test is two bisections.
+
+With ``pieces_key`` (null: off) the loose ceiling goes to a second group instead: ``spans_key``
+keeps the tight ``max_tokens`` everywhere (one assertion per short clause chunk), and
+``pieces_key`` gets the pieces under the adaptive ceiling, which ``clin_focus`` (its own
+``pieces_key``) cuts its focus spans from. Both come from one pass: a piece's words, counts and
+cut candidates are found once and serve both ceilings.
 """
 
 import re
@@ -46,7 +52,7 @@ from spacy.tokens import Doc
 from .base import ChunkRefiner, refiner_factory
 from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from ..resources_io import Override
-from ..spans import Range, doc_text, normalize_word
+from ..spans import Range, TokenIndex, doc_text, normalize_word, ranges_to_spans
 from .settings import NonNegativeInt, PositiveInt, SettingError
 from .token_counters import AutoTokenCounter, counts_words
 
@@ -76,7 +82,7 @@ Phrases = Dict[str, List[Tuple[str, ...]]]  # first word -> phrases starting wit
 @refiner_factory(
     FACTORY, scored=True, max_tokens=DEFAULT_MAX_TOKENS, punctuated_max_tokens=DEFAULT_PUNCTUATED_MAX_TOKENS,
     punctuation_window=DEFAULT_PUNCTUATION_WINDOW, punctuated_every=DEFAULT_PUNCTUATED_EVERY, sentence_starts=False,
-    token_counter=DEFAULT_COUNTER,
+    pieces_key=None, token_counter=DEFAULT_COUNTER,
 )
 def make_size_ceiling(
     nlp: Language,
@@ -86,6 +92,7 @@ def make_size_ceiling(
     punctuation_window: PositiveInt,
     punctuated_every: PositiveInt,
     sentence_starts: bool,
+    pieces_key: Optional[str],
     token_counter: Callable[[Sequence[str]], List[int]],
     spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
@@ -93,6 +100,8 @@ def make_size_ceiling(
         raise SettingError(
             f"{name}: punctuated_max_tokens ({punctuated_max_tokens}) must be 0 (off) or at least max_tokens ({max_tokens})"
         )
+    if pieces_key == spans_key:
+        raise SettingError(f"{name}: pieces_key and spans_key must differ (both '{spans_key}')")
     return SizeCeiling(
         nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
         max_tokens=max_tokens,
@@ -100,6 +109,7 @@ def make_size_ceiling(
         punctuation_window=punctuation_window,
         punctuated_every=punctuated_every,
         sentence_starts=sentence_starts,
+        pieces_key=pieces_key,
         token_counter=token_counter,
     )
 
@@ -134,6 +144,7 @@ class SizeCeiling(ChunkRefiner):
         punctuation_window: int = DEFAULT_PUNCTUATION_WINDOW,
         punctuated_every: int = DEFAULT_PUNCTUATED_EVERY,
         sentence_starts: bool = False,
+        pieces_key: Optional[str] = None,
         **kwargs: Any,
     ) -> None:
         self.max_tokens = max_tokens
@@ -141,6 +152,7 @@ class SizeCeiling(ChunkRefiner):
         self.punctuation_window = punctuation_window
         self.punctuated_every = punctuated_every
         self.sentence_starts = sentence_starts
+        self.pieces_key = pieces_key
         self._marks_of: Tuple[Optional[str], List[int], List[int]] = (None, [], [])  # text, word starts, clause marks
         self.token_counter = token_counter
         self.work = 0  # words scanned plus cuts made, since creation (a linear-time check reads it)
@@ -176,6 +188,8 @@ class SizeCeiling(ChunkRefiner):
             if all(len(span) <= self.max_tokens for span in group) and not (
                 self.sentence_starts and _LOST_START.search(doc_text(doc))
             ):
+                if self.pieces_key is not None:  # every chunk fits the tight ceiling: the pieces are the chunks
+                    doc.spans[self.pieces_key] = list(group)
                 return doc
         try:
             return super().__call__(doc)
@@ -183,13 +197,31 @@ class SizeCeiling(ChunkRefiner):
             self._marks_of = (None, [], [])  # the doc's marks are not kept past it
 
     def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
-        starts = self.lost_sentence_starts(text, start, end) if self.sentence_starts else []
-        if not starts:
-            return self._fit(text, start, end)
+        return [r for a, b in self._parts(text, start, end) for r in self._fit(text, a, b, (True,))[0]]
+
+    def write_refined(self, doc: Doc, text: str, ranges: Sequence[Range]) -> None:
+        """Without ``pieces_key``, the chunks under the adaptive ceiling; with it, the chunks
+        under the tight ceiling and the pieces under the adaptive one, from one pass."""
+        if self.pieces_key is None:
+            super().write_refined(doc, text, ranges)
+            return
+        chunks: List[Range] = []
         pieces: List[Range] = []
-        for a, b in zip([start] + starts, starts + [end]):
-            pieces.extend(self._fit(text, a, b))
-        return pieces
+        for start, end in ranges:
+            for a, b in self._parts(text, start, end):
+                tight, adaptive = self._fit(text, a, b, (False, True))
+                chunks.extend(tight)
+                pieces.extend(adaptive)
+        index = TokenIndex(doc, text)  # one token index for both groups
+        chunk_spans = ranges_to_spans(doc, chunks, index)
+        doc.spans[self.spans_key] = chunk_spans
+        # no clause over the tight ceiling in punctuated text (the common case): the same spans
+        doc.spans[self.pieces_key] = chunk_spans if pieces == chunks else ranges_to_spans(doc, pieces, index)
+
+    def _parts(self, text: str, start: int, end: int) -> List[Range]:
+        """The range, cut first at its lost sentence starts (``sentence_starts``)."""
+        starts = self.lost_sentence_starts(text, start, end) if self.sentence_starts else []
+        return list(zip([start] + starts, starts + [end]))
 
     def lost_sentence_starts(self, text: str, start: int, end: int) -> List[int]:
         """Where a sentence began in a piece of unpunctuated text: a capitalized word (not one
@@ -203,15 +235,18 @@ class SizeCeiling(ChunkRefiner):
         barred = self.negations | self.trailing
         return [m.end() for m in found if normalize_word(m.group().split()[0]) not in barred]
 
-    def _fit(self, text: str, start: int, end: int) -> List[Range]:
-        """The piece, cut under its ceiling (the tight one, or the loose one in punctuated text)."""
+    def _fit(self, text: str, start: int, end: int, adaptive: Sequence[bool]) -> List[List[Range]]:
+        """The piece cut under each ceiling asked for: the adaptive one (True: the loose ceiling in
+        punctuated text, ``max_tokens`` elsewhere) or the tight one (False: ``max_tokens``). The
+        words, counts and cut candidates are found once for all of them."""
         words = [(m.start(), m.end()) for m in _WORD.finditer(text, start, end)]
         self.work += len(words)
         if not words:
-            return []
+            return [[] for _ in adaptive]
+        whole = [(words[0][0], words[-1][1])]
         if counts_words(self.token_counter):
             if len(words) <= self.max_tokens:
-                return [(words[0][0], words[-1][1])]
+                return [whole for _ in adaptive]
             counts: Sequence[int] = [1] * len(words)
         else:
             counts = self.token_counter([text[a:b] for a, b in words])
@@ -219,11 +254,19 @@ class SizeCeiling(ChunkRefiner):
         for count in counts:
             prefix.append(prefix[-1] + count)
         if prefix[-1] <= self.max_tokens:
-            return [(words[0][0], words[-1][1])]
-        limit = self.punctuated_max_tokens if self.punctuated_max_tokens and self.punctuated(text, start, end) else self.max_tokens
-        if prefix[-1] <= limit:
-            return [(words[0][0], words[-1][1])]
-        return [(words[a][0], words[b - 1][1]) for a, b in self._cut(text, words, prefix, limit)]
+            return [whole for _ in adaptive]
+        loose = self.punctuated_max_tokens if self.punctuated_max_tokens and any(adaptive) and self.punctuated(text, start, end) else 0
+        candidates: List[Tuple[List[List[int]], List[bool]]] = []  # found at the first cut, kept for the next
+        fitted: List[List[Range]] = []
+        for wants_adaptive in adaptive:
+            limit = loose if wants_adaptive and loose else self.max_tokens
+            if prefix[-1] <= limit:
+                fitted.append(whole)
+                continue
+            if not candidates:
+                candidates.append(self.candidates(text, words))
+            fitted.append([(words[a][0], words[b - 1][1]) for a, b in self._cut(*candidates[0], prefix, limit)])
+        return fitted
 
     # -- punctuation around a piece ---------------------------------------------------
     def punctuated(self, text: str, start: int, end: int) -> bool:
@@ -288,10 +331,11 @@ class SizeCeiling(ChunkRefiner):
                     ranked[N_RANKS - 1].append(i)
         return ranked, barred
 
-    def _cut(self, text: str, words: Sequence[Range], prefix: Sequence[int], limit: int) -> List[Tuple[int, int]]:
-        ranked, barred = self.candidates(text, words)
+    def _cut(
+        self, ranked: Sequence[List[int]], barred: Sequence[bool], prefix: Sequence[int], limit: int
+    ) -> List[Tuple[int, int]]:
         pieces: List[Tuple[int, int]] = []
-        stack = [(0, len(words))]
+        stack = [(0, len(prefix) - 1)]
         while stack:
             a, b = stack.pop()
             if prefix[b] - prefix[a] <= limit or b - a == 1:
