@@ -18,7 +18,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-test run test test-matrix test-transformers bench bench-all span-finder-model concept-spans concept-spans-half clean check-python
+.PHONY: install install-test run test test-matrix test-transformers bench bench-all span-finder-model concept-spans concept-spans-half concept-spans-cv clean check-python
 
 check-python:
 	@test -n "$(PYTHON_BIN)" || { echo "error: no interpreter '$(PYTHON)' (PATH or pyenv)"; exit 1; }
@@ -92,9 +92,12 @@ span-finder-model: $(VENV)/.installed-test
 
 # The concept-span model (configs/training/concept_spans.cfg: span_finder over the bundled MiniLM,
 # fine-tuned; issue 29), in the [transformers] venv. concept-spans trains on every document of DATA
-# (early stopping on a grouped fifth of them) -> $(CONCEPT_OUT)/all/model/model-best; the weights
+# (model-best: the best dev F of a grouped fifth of them) -> $(CONCEPT_OUT)/all/model/model-best,
+# then assembles the retrieval_learned pipeline (retrieval.cfg + the model + clin_concept_focus) in
+# $(CONCEPT_OUT)/retrieval_learned (load it with spacy.load or `chunk --config DIR`); the weights
 # (about 90 MB) are built, never committed or downloaded. concept-spans-half: the grouped half split
-# (train on half A, predict half B) that bench/concept_spans.py scores. Seed 0 both times.
+# (train on half A, predict half B) that bench/concept_spans.py scores; concept-spans-cv: the 5
+# grouped folds (every document predicted by the fold that did not train on it). Seed 0 each time.
 CONCEPT_OUT ?= build/concept_spans
 concept-spans: $(TRF_VENV)/.installed
 	nice -n 19 $(TRF_VENV)/bin/python scripts/train_concept_spans.py build --out $(CONCEPT_OUT) $(if $(DATA),--data $(DATA))
@@ -102,6 +105,10 @@ concept-spans: $(TRF_VENV)/.installed
 concept-spans-half: $(TRF_VENV)/.installed
 	nice -n 19 $(TRF_VENV)/bin/python scripts/train_concept_spans.py half --out $(CONCEPT_OUT)/half $(if $(DATA),--data $(DATA))
 	nice -n 19 $(TRF_VENV)/bin/python bench/concept_spans.py --run $(CONCEPT_OUT)/half --speed $(CONCEPT_OUT)/half/half/model/model-best
+
+concept-spans-cv: $(TRF_VENV)/.installed
+	nice -n 19 $(TRF_VENV)/bin/python scripts/train_concept_spans.py cv --out $(CONCEPT_OUT)/cv $(if $(DATA),--data $(DATA))
+	nice -n 19 $(TRF_VENV)/bin/python bench/concept_spans.py --run $(CONCEPT_OUT)/cv
 
 clean:
 	rm -rf .venv .venv-py3.* .venv-trf-py3.* build dist *.egg-info
