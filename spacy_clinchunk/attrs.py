@@ -160,6 +160,21 @@ def set_doc_values(doc: Doc, values: Dict[str, Any]) -> None:
             underscore.set(name, value)
 
 
+def write_span_values(span: Span, values: Dict[str, Any]) -> None:
+    """``span._.<name> = value`` for each item; stored extensions straight into
+    ``doc.user_data`` where ``Underscore`` puts them (the layout :func:`plain_span_keys` checks
+    once per process), so that a hot loop builds no ``span._`` for them."""
+    data, table, underscore = span.doc.user_data, Underscore.span_extensions, None
+    plain = plain_span_keys(span)
+    start, end = span.start_char, span.end_char
+    for name, value in values.items():
+        if plain and _stored(table.get(name)):
+            data[("._.", name, start, end)] = value
+        else:
+            underscore = underscore or span._
+            underscore.set(name, value)
+
+
 def stored_span_extension(name: str) -> bool:
     """Whether ``Span._.<name>`` is a stored value (no getter, method or setter)."""
     return _stored(Underscore.span_extensions.get(name))

@@ -376,16 +376,17 @@ def write_linked_focus(doc: Doc, focus_key: str, spans_key: str, chunks: Sequenc
         attrs.declare_field_names(doc.spans[focus_key], carried)
     links: Dict[int, List[int]] = {number: [] for number in range(len(chunks))}
     statuses: Dict[int, Dict[str, object]] = {}
+    focus_of = attrs.ext("focus_of")
     for position, (span, (_, _, number)) in enumerate(zip(focus, owners)):
         links[number].append(position)
-        underscore = span._
-        underscore.clin_focus_of = number
         if number not in statuses:
             statuses[number] = _assertion_of(chunks[number], carried)
-        for name, value in statuses[number].items():
-            setattr(underscore, name, list(value) if isinstance(value, list) else value)
+        values = {name: list(value) if isinstance(value, list) else value for name, value in statuses[number].items()}
+        values[focus_of] = number
+        attrs.write_span_values(span, values)
+    focus_ids = attrs.ext("focus_ids")
     for number, chunk in enumerate(chunks):
-        chunk._.clin_focus_ids = links[number]
+        attrs.write_span_values(chunk, {focus_ids: links[number]})
 
 
 def _most_overlapped(chunks: Sequence[Span], ends: Sequence[int], start: int, end: int) -> Optional[int]:
@@ -404,11 +405,10 @@ def _most_overlapped(chunks: Sequence[Span], ends: Sequence[int], start: int, en
 
 def _assertion_of(chunk: Span, names: Dict[str, str]) -> Dict[str, object]:
     """The chunk's assertion attributes that are set, by attribute name (none when no assertion ran)."""
-    if not Span.has_extension(names["assertion"]) or chunk._.get(names["assertion"]) is None:
+    if not Span.has_extension(names["assertion"]):
         return {}
-    underscore = chunk._
-    values = {name: underscore.get(name) for name in names.values() if Span.has_extension(name)}
-    return {name: value for name, value in values.items() if value is not None}
+    values = attrs.set_span_values(chunk, [(name, name, None) for name in names.values() if Span.has_extension(name)])
+    return values if names["assertion"] in values else {}
 
 
 _COMMA = re.compile(r"[,;](?=\s)")
