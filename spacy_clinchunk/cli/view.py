@@ -86,10 +86,6 @@ def _chunk_note(args: argparse.Namespace, extra: List[str]):
     return nlp(doc)
 
 
-class _Stop(Exception):
-    """Raised by our SIGINT / SIGTERM handler to leave ``serve_forever``."""
-
-
 def serve(page: bytes, port: int = 0) -> None:
     """Serve ``page`` at http://127.0.0.1:PORT/ until SIGINT (Ctrl-C) or SIGTERM.
 
@@ -98,6 +94,7 @@ def serve(page: bytes, port: int = 0) -> None:
     installs no handler of its own for it.
     """
     import signal
+    import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
@@ -133,15 +130,18 @@ def serve(page: bytes, port: int = 0) -> None:
         raise CLIError(f"cannot serve on 127.0.0.1:{port}: {err.strerror or err}") from err
 
     def stop(signum: int, frame: Any) -> None:
-        raise _Stop(signum)
+        # shutdown() waits for serve_forever to leave its loop (within its 0.5 s poll), so it runs
+        # in a thread of its own; an exception raised from the handler instead could land inside
+        # the server's own bookkeeping (a request thread starting) and leave the process hanging
+        threading.Thread(target=server.shutdown, daemon=True).start()
 
     previous = {}
     try:  # a signal may come the moment the address is printed: the handlers are inside the try
         for number in (signal.SIGINT, signal.SIGTERM):
             previous[number] = signal.signal(number, stop)
         print(f"serving http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)
-        server.serve_forever()
-    except (_Stop, KeyboardInterrupt):
+        server.serve_forever()  # returns once a handler's shutdown() took effect (also if it came first)
+    except KeyboardInterrupt:
         pass
     finally:
         for number, handler in previous.items():
