@@ -29,6 +29,7 @@ import argparse
 import json
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
@@ -76,17 +77,12 @@ def learned_focus(text: str, chunks: List[Range], focus: List[Range], links: Lis
     return [(s, e) for s, e, _ in combine_focus(text, chunks, focus, links, learned, coordination)]
 
 
+@lru_cache(maxsize=None)
 def concept_focus_pipe():
-    """The shipped component (English word lists), for its coordination pattern."""
-    global _CONCEPT_FOCUS
-    if _CONCEPT_FOCUS is None:
-        import spacy
+    """The shipped component (English word lists), for its coordination pattern; built once."""
+    import spacy
 
-        _CONCEPT_FOCUS = spacy.blank("en").add_pipe("clin_concept_focus")
-    return _CONCEPT_FOCUS
-
-
-_CONCEPT_FOCUS = None
+    return spacy.blank("en").add_pipe("clin_concept_focus")
 
 
 def late_vectors(docs: Sequence[rb.Document], rows: Sequence[rb.Row], embedder) -> List[np.ndarray]:

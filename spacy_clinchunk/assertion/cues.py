@@ -80,16 +80,17 @@ class CueMatcher:
         self._pseudo: set = set()
 
     def add(self, key: str, context_rule: Any, rule: RuleDict) -> None:
+        match_id = self.vocab.strings.add(key)
         self.rule_map[key] = context_rule
-        self.rule_by_id[self.vocab.strings.add(key)] = context_rule
-        self._order[self.vocab.strings.add(key)] = (len(self._order), rule["category"])
+        self.rule_by_id[match_id] = context_rule
+        self._order[match_id] = (len(self._order), rule["category"])
         if rule["category"] == "HISTORICAL":
-            self._historical.add(self.vocab.strings.add(key))
+            self._historical.add(match_id)
         elif rule["direction"] in ("PSEUDO", "TERMINATE"):
-            self._pseudo.add(self.vocab.strings.add(key))
+            self._pseudo.add(match_id)
         pattern = rule.get("pattern")
         if isinstance(pattern, str):  # medspaCy's convention: case-insensitive
-            self.regex.append((self.vocab.strings.add(key), re.compile(pattern, re.IGNORECASE)))
+            self.regex.append((match_id, re.compile(pattern, re.IGNORECASE)))
             self._regex_needs.append(self._conditions.of(pattern))
             self._has["regex"] = True
             return
@@ -102,7 +103,7 @@ class CueMatcher:
             # phrases (fast) plus a check of the first token, instead of spaCy's Matcher
             head = {k: v for k, v in first.items() if k != "IS_SENT_START"}
             if self._expand([head, *pattern[1:]]) is not None:
-                self._sentence_initial.add(self.vocab.strings.add(key))
+                self._sentence_initial.add(match_id)
                 pattern = [head, *pattern[1:]]
         phrases = self._expand(pattern)
         if phrases is None:

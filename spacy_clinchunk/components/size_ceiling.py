@@ -256,16 +256,16 @@ class SizeCeiling(ChunkRefiner):
         if prefix[-1] <= self.max_tokens:
             return [whole for _ in adaptive]
         loose = self.punctuated_max_tokens if self.punctuated_max_tokens and any(adaptive) and self.punctuated(text, start, end) else 0
-        candidates: List[Tuple[List[List[int]], List[bool]]] = []  # found at the first cut, kept for the next
+        candidates: Optional[Tuple[List[List[int]], List[bool]]] = None  # found at the first cut, kept for the next
         fitted: List[List[Range]] = []
         for wants_adaptive in adaptive:
             limit = loose if wants_adaptive and loose else self.max_tokens
             if prefix[-1] <= limit:
                 fitted.append(whole)
                 continue
-            if not candidates:
-                candidates.append(self.candidates(text, words))
-            fitted.append([(words[a][0], words[b - 1][1]) for a, b in self._cut(*candidates[0], prefix, limit)])
+            if candidates is None:
+                candidates = self.candidates(text, words)
+            fitted.append([(words[a][0], words[b - 1][1]) for a, b in self._cut(*candidates, prefix, limit)])
         return fitted
 
     # -- punctuation around a piece ---------------------------------------------------
