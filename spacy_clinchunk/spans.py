@@ -77,6 +77,11 @@ class TokenIndex:
 
     def span(self, start_char: int, end_char: int, label: str = "") -> Optional[Span]:
         """Token-aligned span covering ``[start_char, end_char)`` minus edge whitespace."""
+        bounds = self.bounds(start_char, end_char)
+        return None if bounds is None else Span(self.doc, bounds[0], bounds[1], label=label)
+
+    def bounds(self, start_char: int, end_char: int) -> Optional[Tuple[int, int]]:
+        """``(start, end)`` tokens of :meth:`span`, without building the span (None: no token)."""
         start_char, end_char = strip_range(self.text, start_char, end_char)
         if start_char >= end_char:
             return None
@@ -84,7 +89,7 @@ class TokenIndex:
         last = bisect_left(self.ends, end_char)
         if first < 0 or last >= len(self.ends):
             return None
-        return Span(self.doc, first, last + 1, label=label)
+        return first, last + 1
 
 
 def strip_range(text: str, start: int, end: int) -> Range:

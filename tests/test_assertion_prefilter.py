@@ -121,3 +121,46 @@ def test_the_language_detector_gates_hold_wherever_its_patterns_match(lang):
         for (pattern, _, _), gate in zip(language._ABBREVIATIONS, abbreviation_gates):
             if pattern.search(text):
                 assert all_hold(gate, text, lowered, {}), text
+
+
+def test_token_reach_bounds_a_match_around_each_anchor():
+    from spacy.strings import StringStore
+
+    from spacy_clinchunk.assertion.cues import token_reach
+
+    strings = StringStore()
+    pattern = [
+        {"LOWER": {"IN": ["her", "his"]}, "OP": "?"},
+        {"LOWER": {"IN": ["mother", "father"]}},
+        {"LOWER": "reports"},
+    ]
+    reach = token_reach(pattern, strings)
+    assert [(sorted(strings[int(h)] for h in hashes), before, after) for hashes, before, after in reach] == [
+        (["father", "mother"], 1, 1), (["reports"], 2, 0),
+    ]
+    # an element that may take many tokens leaves the whole doc to the Matcher
+    assert token_reach([{"LOWER": "no"}, {"IS_ALPHA": True, "OP": "*"}, {"LOWER": "seen"}], strings) is None
+    assert token_reach([{"IS_ALPHA": True}, {"LOWER": "x", "OP": "?"}], strings) is None  # no anchor
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_windowed_token_matches_are_the_matches_of_one_run_over_the_doc(lang):
+    """The Matcher runs only around the tokens every match uses (speed, issue 25): on long
+    docs of real sentences, cue-rich and with runs of whitespace, it finds exactly what one
+    run over the whole doc finds."""
+    import spacy
+
+    from spacy_clinchunk.assertion.cues import _WINDOWED_MIN_TOKENS, compile_rules
+
+    nlp = spacy.blank(lang)
+    matcher = compile_rules(nlp, "test", build_rules(lang, None, True, "test"), None)
+    assert matcher._token_reach and all(r is not None for r in matcher._token_reach)
+    texts = sample_texts(lang)
+    docs = [nlp(" ".join(texts)), nlp("\n\n   ".join(texts)), nlp("  \n ".join(reversed(texts)))]
+    found = 0
+    for doc in docs:
+        assert len(doc) >= _WINDOWED_MIN_TOKENS and matcher._windows(doc, None)
+        whole = sorted(set(matcher.tokens(doc)), key=lambda m: (m[1], m[2], matcher._order[m[0]][0]))
+        assert matcher._token_matches(doc) == whole
+        found += len(whole)
+    assert found  # the sample reaches the token patterns

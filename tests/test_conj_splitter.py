@@ -113,3 +113,26 @@ def test_settings_round_trip_through_disk(tmp_path):
     other.from_bytes(nlp.get_pipe("clin_conj_splitter").to_bytes())
     # data travels in the bytes; settings stay those of the receiving component's config
     assert other.min_words_before == 2 and other.resources["coordinating_conjunctions"] == ["plus"]
+
+
+def test_a_modifier_is_a_word_longer_than_three_letters_with_a_known_suffix_and_a_stem():
+    """The suffix test looks up one slice per suffix length (speed, issue 25); its answer is
+    the plain definition's: some suffix ends the word and leaves at least two letters before it."""
+    import random
+
+    from spacy_clinchunk.components.coordination import CoordinationRules
+
+    suffixes = ["al", "ic", "ous", "ive", "ary", "é", "ée", "ischen", ""]
+    rules = CoordinationRules((), suffixes, ())
+
+    def plain(word):
+        word = word.lower().strip(".,;:!?\"'()[]{}")
+        return len(word) > 3 and any(s and word.endswith(s) and len(word) > len(s) + 1 for s in suffixes)
+
+    assert rules.is_modifier("congenital") and rules.is_modifier("(Congenital),") and rules.is_modifier("KLINISCHEN")
+    assert rules.is_modifier("oral") and not rules.is_modifier("xous") and not rules.is_modifier("ischen") and not rules.is_modifier("lip")
+    letters = "alicousvryéÉSCHEN.,("
+    rnd = random.Random(7)
+    for _ in range(20000):
+        word = "".join(rnd.choice(letters) for _ in range(rnd.randint(0, 10)))
+        assert rules.is_modifier(word) == plain(word), word

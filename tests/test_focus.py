@@ -285,3 +285,40 @@ def test_long_pieces_with_many_breaks_stay_linear():
     assert len(focus) >= 5000 and doc.spans[attrs.CHUNKS_KEY][0]._.clin_focus_ids == list(range(len(focus)))
     text = doc.text
     assert all(span.text == text[span.start_char:span.end_char] for span in focus)
+
+
+# -- the phrase patterns' cheap test (issue 25: speed) ---------------------------------
+PHRASES = ["are characterized by", "with", "d'une", "x-ray of", "due to", "ſtatus", "İleri"]
+GATE_TEXTS = [
+    "Hypotonia with poor feeding.", "WITH", "without fever", "Notwithstanding", "a d'une b", "D'UNE fois",
+    "chest X-RAY OF the hand", "due\n  to sepsis", "sustained to", "status post", "ſtatus asthmaticus",
+    "ileri evre", "İLERİ", "Ileri", "patients are characterized   by short stature", "are characterized", "",
+    "fièvre avec toux", "Straße with", "-with-", "(with)", "co-with", "ΑΒΓ with", "σ with",
+]
+
+
+@pytest.mark.parametrize("text", GATE_TEXTS)
+def test_phrase_pattern_finds_exactly_what_its_regex_finds(text):
+    from spacy_clinchunk.components.focus import phrase_regex
+
+    pattern = phrase_regex(PHRASES)
+    for start in range(len(text) + 1):
+        for end in range(start, len(text) + 1):
+            expected = [m.span() for m in pattern.regex.finditer(text, start, end)]
+            assert [m.span() for m in pattern.finditer(text, start, end)] == expected, (text, start, end)
+            found = pattern.search(text, start, end)
+            assert (found.span() if found else None) == (expected[0] if expected else None)
+
+
+def test_phrase_pattern_skips_the_search_of_a_text_without_any_lead():
+    from spacy_clinchunk.components.focus import phrase_regex
+
+    pattern = phrase_regex(["are characterized by", "with"])
+    assert pattern.leads == {"are", "with"}
+    assert not pattern.may_occur("Short stature and hypotonia.", 0, 28)
+    assert not pattern.may_occur("without", 0, 7)  # a longer word is no lead
+    assert pattern.may_occur("short, with hypotonia", 0, 21)
+    # a text the lowered test cannot answer for is always searched
+    assert pattern.may_occur("ſome İtem", 0, 9)
+    # a phrase whose first character is no word character disables the test
+    assert phrase_regex(["(see", "with"]).leads is None

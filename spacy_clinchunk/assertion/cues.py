@@ -9,6 +9,7 @@ import re
 from bisect import bisect_right
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
+import numpy
 from spacy.attrs import IDX, IS_SPACE, LOWER
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -18,9 +19,11 @@ from .prefilter import Condition, Conditions, all_hold, anchors_hold, fold_safe,
 from .rules import ContextRulesError, RuleDict
 
 Match = Tuple[int, int, int]  # (match_id, start token, end token)
+Reach = Tuple["numpy.ndarray", int, int]  # (anchor LOWER hashes, elements before it, elements after it)
 
 _MAX_PHRASES = 4096  # a token pattern expanding to more phrases goes to spaCy's Matcher
 _SPACE_RUN = {"IS_SPACE": True, "OP": "*"}
+_WINDOWED_MIN_TOKENS = 400  # a shorter doc is searched whole: finding its windows costs as much
 
 
 def compile_rules(nlp: Language, name: str, rules: Sequence[RuleDict], max_scope: Optional[int]) -> "CueMatcher":
@@ -70,6 +73,7 @@ class CueMatcher:
         self._regex_needs: List[Tuple[Condition, ...]] = []  # per regex: what a text must hold
         self._conditions = Conditions()
         self._token_anchors: List[List[FrozenSet[int]]] = []  # per token pattern: LOWER hashes a doc must hold
+        self._token_reach: List[Optional[List[Reach]]] = []  # per token pattern: see token_reach
         self.rule_map: Dict[str, Any] = {}
         self.rule_by_id: Dict[int, Any] = {}  # the same rules by match id
         self._order: Dict[int, Tuple[int, str]] = {}  # match id -> (rule position, category)
@@ -109,6 +113,7 @@ class CueMatcher:
         if phrases is None:
             self.tokens.add(key, [_with_space_runs(pattern)])
             self._token_anchors.append(token_anchors(pattern, self.vocab.strings))
+            self._token_reach.append(token_reach(pattern, self.vocab.strings))
             self._has["tokens"] = True
             return
         docs = [Doc(self.vocab, words=words) for words in phrases if words]
@@ -180,7 +185,7 @@ class CueMatcher:
             if self._sentence_initial:
                 matches = [m for m in matches if m[0] not in self._sentence_initial or doc[m[1]].is_sent_start]
         if self._has["tokens"] and self._tokens_may_match(doc, lowers):
-            matches.extend(self.tokens(doc))
+            matches.extend(self._token_matches(doc, space))
         if self._has["regex"]:
             matches.extend(self._regex_matches(doc, doc.text if text is None else text, starts))
         if keep is not None:
@@ -212,6 +217,51 @@ class CueMatcher:
             if anchors_hold(anchors, lowers):  # (a pattern without anchors always holds)
                 return True
         return False
+
+    def _token_matches(self, doc: Doc, space: Optional[List[int]] = None) -> List[Match]:
+        """The token patterns' matches, found by spaCy's Matcher only in windows around the
+        tokens that every match must use (:func:`token_reach`): a long note holds a few
+        "mother" or "denies", and the Matcher's cost per token is paid on those windows alone.
+        The same matches as one run over the doc, in the order of their tokens."""
+        windows = self._windows(doc, space) if len(doc) >= _WINDOWED_MIN_TOKENS else None
+        if windows is None:
+            return list(self.tokens(doc))
+        found = set()
+        for a, b in windows:
+            for match_id, start, end in self.tokens(doc[a:b]):
+                found.add((match_id, a + start, a + end))
+        return sorted(found, key=lambda m: (m[1], m[2], self._order.get(m[0], (0, ""))[0]))
+
+    def _windows(self, doc: Doc, space: Optional[List[int]]) -> Optional[List[Tuple[int, int]]]:
+        """Merged token windows that hold every match of every token pattern (None: a pattern
+        has no bounded reach, so the whole doc is searched)."""
+        if not self._token_reach or any(reach is None for reach in self._token_reach):
+            return None
+        lowers = doc.to_array(LOWER)
+        is_space = numpy.asarray(doc.to_array(IS_SPACE) if space is None else space, dtype=bool)
+        words = numpy.flatnonzero(~is_space)  # the non-space tokens, which anchors always are
+        if not len(words):
+            return []
+        spans: List[Tuple[int, int]] = []
+        for reach in self._token_reach:
+            hits, before, after = min(
+                ((numpy.flatnonzero(numpy.isin(lowers, hashes)), b, a) for hashes, b, a in reach),  # type: ignore[union-attr]
+                key=lambda found: len(found[0]),
+            )
+            # each element before (after) the anchor takes at most one token, whitespace runs
+            # between them any number: count the reach in non-space tokens
+            at = numpy.searchsorted(words, hits)
+            first, last = at - before, at + after
+            starts = numpy.where(first <= 0, 0, words[numpy.clip(first, 0, len(words) - 1)])
+            ends = numpy.where(last >= len(words) - 1, len(doc), words[numpy.clip(last, 0, len(words) - 1)] + 1)
+            spans.extend(zip(starts.tolist(), ends.tolist()))
+        merged: List[Tuple[int, int]] = []
+        for start, end in sorted(spans):
+            if merged and start <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            else:
+                merged.append((start, end))
+        return merged
 
     def _regex_matches(self, doc: Doc, text: str, starts: Optional[List[int]] = None) -> List[Match]:
         """Regex cues, widened to whole tokens (each regex only where its prefilter holds)."""
@@ -258,6 +308,27 @@ def _refines(new: int, old: int, order: Dict[int, Tuple[int, str]]) -> bool:
     """Whether rule ``new`` is of another category than ``old`` and listed after it."""
     (new_at, new_category), (old_at, old_category) = order.get(new, (0, "")), order.get(old, (0, ""))
     return new_category != old_category and new_at > old_at
+
+
+def token_reach(pattern: Sequence[Any], strings: Any) -> Optional[List[Reach]]:
+    """For each element that every match uses once (no ``OP``) and that tests ``LOWER`` by
+    words without whitespace: its hashes and how many elements lie before and after it. Every
+    element takes at most one token (``OP`` of None, ``?`` or ``!``), so a match lies within
+    that many tokens (whitespace aside) of a token with one of those hashes. None when an
+    element may take more (``*``, ``+``, ``{n,m}``) or no element anchors a match."""
+    if not pattern or any(not isinstance(e, dict) or e.get("OP") not in (None, "?", "!") for e in pattern):
+        return None
+    reach: List[Reach] = []
+    for position, element in enumerate(pattern):
+        if element.get("OP") is not None:
+            continue
+        lower = element.get("LOWER")
+        values = [lower] if isinstance(lower, str) else lower.get("IN") if isinstance(lower, dict) and set(lower) == {"IN"} else None
+        if not isinstance(values, list) or not values or not all(isinstance(v, str) and v and not any(c.isspace() for c in v) for v in values):
+            continue
+        hashes = numpy.array(sorted({strings.add(v) for v in values}), dtype=numpy.uint64)
+        reach.append((hashes, position, len(pattern) - 1 - position))
+    return reach or None
 
 
 def _with_space_runs(pattern: List[Dict[str, Any]]) -> List[Dict[str, Any]]:

@@ -41,12 +41,24 @@ class CoordinationRules:
     ) -> None:
         self.joiners: Set[str] = {" ".join(w.lower().split()) for w in joiners}
         self.suffixes = tuple(sorted({s.lower() for s in suffixes if s}, key=len, reverse=True))
+        # the suffixes by length: a word's test is one slice and set lookup per length, not a
+        # test of every suffix (the ceiling asks about nearly every word of a run-on text)
+        lengths = sorted({len(s) for s in self.suffixes})
+        self._suffixes_by_length = tuple((n, frozenset(s for s in self.suffixes if len(s) == n)) for n in lengths)
         self.stop_words: Set[str] = {w.lower() for w in stop_words}
         self.max_words = max(1, int(max_conjunct_words))
 
     def is_modifier(self, word: str) -> bool:
         word = word.lower().strip(_EDGE)
-        return len(word) > 3 and any(word.endswith(s) and len(word) > len(s) + 1 for s in self.suffixes)
+        size = len(word)
+        if size <= 3:
+            return False
+        for n, suffixes in self._suffixes_by_length:
+            if size <= n + 1:
+                return False  # longer suffixes leave no stem either
+            if word[-n:] in suffixes:
+                return True
+        return False
 
     def _right(self, text: str, start: int, end: int) -> Tuple[List[str], bool]:
         """Up to max_words + 1 words of the conjunct starting at ``start`` (stop words end it),

@@ -38,7 +38,7 @@ without the group gets focus spans cut from the chunks, as with null.
 
 import re
 from bisect import bisect_right
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -48,6 +48,7 @@ from .base import ChunkRefiner, refiner_factory
 from .coordination import CoordinationRules
 from ..resources_io import Override
 from .settings import NonNegativeInt, PositiveInt, SettingError
+from ..assertion.prefilter import fold_safe
 from ..spans import Range, TokenIndex, doc_text
 
 FACTORY = "clin_focus"
@@ -70,6 +71,7 @@ _WORD = re.compile(r"[^\W_][\w'’./-]*|[^\s]")
 _EDGE = " \t\r\n,;:.!?-–—/\\*•·\"'`“”‘’"
 _COUNT = re.compile(r"(?:\d+(?:[.,/]\d+)*%?|\(\d+(?:[.,]\d+)?%?\))(?=\s)")  # "41", "21/28", "(75%)"
 _WORD_CHAR = re.compile(r"[\w-]")
+_RUN = re.compile(r"[\w-]+")  # a run of word characters or hyphens (a phrase's lead)
 _TRAIL_WINDOW = 160  # characters searched for trailing framing (keeps trimming linear)
 
 
@@ -131,13 +133,50 @@ def reversed_phrase_regex(phrases: Iterable[str]) -> Optional["re.Pattern[str]"]
     return re.compile(rf"(?:{body})(?![\w-])", re.IGNORECASE)
 
 
-def phrase_regex(phrases: Iterable[str], anchor: str = "") -> Optional["re.Pattern[str]"]:
+def phrase_regex(phrases: Iterable[str], anchor: str = "") -> Optional["PhrasePattern"]:
     """Word-bounded, case-insensitive alternation of ``phrases`` (longest first)."""
     ordered = sorted({p.strip().lower() for p in phrases if p.strip()}, key=len, reverse=True)
     if not ordered:
         return None
     body = "|".join(r"\s+".join(re.escape(part) for part in p.split()) for p in ordered)
-    return re.compile(rf"(?<![\w-])(?:{body})(?![\w-]){anchor}", re.IGNORECASE)
+    return PhrasePattern(re.compile(rf"(?<![\w-])(?:{body})(?![\w-]){anchor}", re.IGNORECASE), ordered)
+
+
+class PhrasePattern:
+    """A :func:`phrase_regex` and a cheap test that rules most texts out before it searches.
+
+    A search of a long alternation costs a test of every branch at every position, and most
+    chunks hold none of the phrases. Any match starts at a word boundary with one of the
+    phrases' *leads* (the first run of word characters or hyphens of its first word: "are" of
+    "are characterized by", "d" of "d'une"), and the text's run of such characters there is
+    exactly that lead. So a text whose runs hold no lead cannot match, and is not searched.
+    The test compares lowered strings, which answers as ``re.IGNORECASE`` only for texts of
+    :func:`fold_safe` characters; any other text, or phrases without a lead, is searched."""
+
+    __slots__ = ("regex", "pattern", "leads")
+
+    def __init__(self, regex: "re.Pattern[str]", phrases: Sequence[str]) -> None:
+        self.regex = regex
+        self.pattern = regex.pattern
+        leads = [_RUN.match(p) for p in phrases]
+        usable = all(leads) and all(fold_safe(p) for p in phrases)
+        self.leads: Optional[FrozenSet[str]] = frozenset(m.group() for m in leads if m) if usable else None
+
+    def may_occur(self, text: str, start: int, end: int) -> bool:
+        """False only where no phrase can match ``text[start:end]``."""
+        if self.leads is None:
+            return True
+        piece = text[start:end]
+        return not fold_safe(piece) or not self.leads.isdisjoint(_RUN.findall(piece.lower()))
+
+    def finditer(self, text: str, start: int, end: int) -> Iterator["re.Match[str]"]:
+        return self.regex.finditer(text, start, end) if self.may_occur(text, start, end) else iter(())
+
+    def search(self, text: str, start: int, end: int) -> Optional["re.Match[str]"]:
+        return self.regex.search(text, start, end) if self.may_occur(text, start, end) else None
+
+    def match(self, text: str, start: int, end: int) -> Optional["re.Match[str]"]:
+        return self.regex.match(text, start, end)  # anchored: as fast as any test of its lead
 
 
 class ClinFocus(ChunkRefiner):
@@ -246,7 +285,7 @@ class ClinFocus(ChunkRefiner):
         """A focus piece and its extras (cue-free finding, head, conjuncts)."""
         result.append(trimmed)
         if not self.trim_negation:  # "absence of speech" stays; "no ocular abnormalities" adds its finding
-            bare = self._trim(text, *trimmed, lead_re=self.cue_free_re)
+            bare = self._bare(text, *trimmed)
             if bare is not None and bare != trimmed:
                 result.append(bare)
         if self.head_extras:
@@ -256,7 +295,16 @@ class ClinFocus(ChunkRefiner):
         if self.distributive:
             result.extend(r for r in self._conjuncts(text, *trimmed) if r != trimmed)
 
-    def _trim(self, text: str, start: int, end: int, lead_re: Optional["re.Pattern[str]"] = None) -> Optional[Range]:
+    def _bare(self, text: str, start: int, end: int) -> Optional[Range]:
+        """The trimmed piece without its negation cue too. A trimmed piece has no framing left at
+        either edge, so unless a negation cue opens it, trimming again gives the piece itself:
+        one anchored match saves a whole second trim of most pieces."""
+        match = self.cue_free_re.match(text, start, end) if self.cue_free_re is not None else None
+        if match is None or match.end() <= start:
+            return start, end
+        return self._trim(text, start, end, lead_re=self.cue_free_re)
+
+    def _trim(self, text: str, start: int, end: int, lead_re: Optional[PhrasePattern] = None) -> Optional[Range]:
         """Move the edges inward past framing; None when nothing of substance is left."""
         lead_re = lead_re or self.lead_re
         while True:
@@ -350,16 +398,17 @@ class ClinFocus(ChunkRefiner):
         if loose:
             del doc.spans[self.pieces_key]  # scaffolding of the ceiling, not an output
         index = TokenIndex(doc, text)
-        chunk_ends = [chunk.end for chunk in chunks]
+        chunk_starts, chunk_ends = [chunk.start for chunk in chunks], [chunk.end for chunk in chunks]
         owners: List[Tuple[int, int, int]] = []  # (start token, end token, chunk number)
         for number, source in enumerate(sources):
+            first, last = source.start, source.end
             for s, e in self.focus_ranges(text, source.start_char, source.end_char):
-                span = index.span(s, e)
-                if span is None or not (source.start <= span.start and span.end <= source.end):
+                bounds = index.bounds(s, e)
+                if bounds is None or not (first <= bounds[0] and bounds[1] <= last):
                     continue
-                owner = _most_overlapped(chunks, chunk_ends, span.start, span.end) if loose else number
+                owner = _most_overlapped(chunk_starts, chunk_ends, *bounds) if loose else number
                 if owner is not None:
-                    owners.append((span.start, span.end, owner))
+                    owners.append((*bounds, owner))
         write_linked_focus(doc, self.focus_key, self.spans_key, chunks, sorted(set(owners)))
 
 
@@ -389,14 +438,15 @@ def write_linked_focus(doc: Doc, focus_key: str, spans_key: str, chunks: Sequenc
         attrs.write_span_values(chunk, {focus_ids: links[number]})
 
 
-def _most_overlapped(chunks: Sequence[Span], ends: Sequence[int], start: int, end: int) -> Optional[int]:
-    """The number of the chunk sharing the most tokens with ``[start, end)`` (ties: the first;
-    None: no chunk overlaps). The chunks are sorted and disjoint: a bisection finds the first
-    that ends after ``start``, and the scan stops at the first that starts at ``end``."""
+def _most_overlapped(starts: Sequence[int], ends: Sequence[int], start: int, end: int) -> Optional[int]:
+    """The number of the chunk (token ``starts`` and ``ends``) sharing the most tokens with
+    ``[start, end)`` (ties: the first; None: no chunk overlaps). The chunks are sorted and
+    disjoint: a bisection finds the first that ends after ``start``, and the scan stops at the
+    first that starts at ``end``."""
     best, best_shared = None, 0
     number = bisect_right(ends, start)
-    while number < len(chunks) and chunks[number].start < end:
-        shared = min(end, chunks[number].end) - max(start, chunks[number].start)
+    while number < len(starts) and starts[number] < end:
+        shared = min(end, ends[number]) - max(start, starts[number])
         if shared > best_shared:
             best, best_shared = number, shared
         number += 1
