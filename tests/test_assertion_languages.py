@@ -1,7 +1,7 @@
 """Languages of clin_context_assertion: detection per document ("auto"), forced languages,
 the cues of each language, saved pipelines, and the bundled notes in de/es/fr/nl.
 
-Every case in ``tests/data/assertion_languages/cues.txt`` runs twice: under the tokenizer of
+Every case in ``tests/data/assertion_languages/cues*.txt`` runs twice: under the tokenizer of
 its language and under an English tokenizer (what the shipped configs have), with
 ``language = "auto"``, so the cue, the detection and the tokenization are checked together.
 """
@@ -21,14 +21,15 @@ from spacy_clinchunk.pipeline import load_pipeline
 pytest.importorskip("medspacy")
 
 KEY = "concepts"
-CUES = Path(__file__).resolve().parent / "data" / "assertion_languages" / "cues.txt"
+CUES_DIR = Path(__file__).resolve().parent / "data" / "assertion_languages"  # cues.txt, cues_<round>_<lang>.txt
 EXAMPLES = ROOT / "resources" / "examples"
 OTHER_LANGS = ("de", "es", "fr", "nl")
 
 
 def _cases():
     rows = []
-    for line in CUES.read_text(encoding="utf-8").splitlines():
+    lines = [line for path in sorted(CUES_DIR.glob("cues*.txt")) for line in path.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
         if line.strip() and not line.startswith("#"):
             lang, text, concept, status = line.split(" | ")
             rows.append((lang, text, concept, status))
