@@ -15,7 +15,12 @@ of these documents only, so compare rows of one table):
   overlap it, or its rule focus spans where the model found none;
 * ``... + coordination whole``: the same, plus each rule focus span that holds a coordination
   ("aplastic or hypoplastic nails") and overlaps a learned span, kept whole;
-* ``retrieval [clin_focus] + learned``: both indexed together.
+* ``retrieval [clin_focus] + learned``: both indexed together;
+* ``learned (whole-concept decoding)``: every start-end pair over the threshold scored by
+  P(start) x P(end), the best taken greedily without overlap (one span per concept), alone and
+  as the focus with the rules' fallback;
+* ``learned ... snapped to rule focus``: a learned span that covers at least half of the words of
+  the rule focus span holding it is replaced by that span (the rules' whole concept).
 
 ``--late`` scores ``punct_conj_cleaned`` and ``retrieval`` again with late-chunked vectors (one
 document-level pass of the bundled MiniLM, each chunk the mean of its tokens there).
@@ -54,6 +59,39 @@ def decode(score: dict, threshold: float, nearest: bool) -> List[Range]:
         for e in following[:1] if nearest else following:
             spans.add((tokens[s][0], tokens[e][1]))
     return sorted(spans)
+
+
+def decode_whole(score: dict, threshold: float) -> List[Range]:
+    """Whole-concept decoding: every start-end pair over the threshold (within ``max_length``)
+    scored by P(start) x P(end), then the best pairs taken greedily while they overlap none
+    taken before: one span per concept, no nested fragments (nearest-end keeps the shortest)."""
+    tokens, start_p, end_p = score["tokens"], score["start"], score["end"]
+    starts = [i for i, p in enumerate(start_p) if p >= threshold]
+    ends = [i for i, p in enumerate(end_p) if p >= threshold]
+    pairs = sorted(((start_p[s] * end_p[e], s, e) for s in starts for e in ends if s <= e < s + MAX_LENGTH),
+                   key=lambda item: (-item[0], item[1], item[2]))
+    taken = [False] * len(tokens)
+    spans = []
+    for _, s, e in pairs:
+        if not any(taken[s:e + 1]):
+            taken[s:e + 1] = [True] * (e + 1 - s)
+            spans.append((tokens[s][0], tokens[e][1]))
+    return sorted(spans)
+
+
+def snap_to_rules(learned: Sequence[Range], focus: Sequence[Range], text: str, share: float = 0.5) -> List[Range]:
+    """Each learned span replaced by the shortest rule focus span that holds it when the learned
+    span has at least ``share`` of its words (the rules' whole concept, the model's choice of
+    which); other learned spans stay as they are."""
+    out = set()
+    for start, end in learned:
+        holders = [f for f in focus if f[0] <= start and end <= f[1]]
+        best = min(holders, key=lambda f: f[1] - f[0], default=None)
+        if best is not None and len(text[start:end].split()) >= share * len(text[best[0]:best[1]].split()):
+            out.add(best)
+        else:
+            out.add((start, end))
+    return sorted(out)
 
 
 def rule_groups(docs: Sequence[rb.Document]) -> Tuple[List[List[Range]], List[List[Range]], List[List[List[int]]]]:
@@ -167,6 +205,16 @@ def main(argv=None) -> int:
                                   for d, c, f, k, lr in zip(docs, chunks, focus, links, learned)]))
     rows.append(rb.Row(f"retrieval [clin_focus] + learned (t={args.threshold:.2f})",
                        [sorted(set(f) | set(lr)) for f, lr in zip(focus, learned)]))
+    # round 4 (2026-12-02): whole-concept decoding, and learned spans snapped to the rules' spans
+    whole = [decode_whole(scores[d.doc_id], args.threshold) for d in docs]
+    rows.append(rb.Row(f"learned (t={args.threshold:.2f}, whole-concept decoding)", whole))
+    rows.append(rb.Row(f"learned focus (t={args.threshold:.2f}, whole-concept), rules fallback + coordination whole",
+                       [learned_focus(d.text, c, f, k, lr, True)
+                        for d, c, f, k, lr in zip(docs, chunks, focus, links, whole)]))
+    snapped = [snap_to_rules(lr, f, d.text) for d, f, lr in zip(docs, focus, learned)]
+    rows.append(rb.Row(f"learned (t={args.threshold:.2f}, nearest) snapped to rule focus, rules fallback + coordination whole",
+                       [learned_focus(d.text, c, f, k, sn, True)
+                        for d, c, f, k, sn in zip(docs, chunks, focus, links, snapped)]))
     results = [(row, rb.measure(row, docs, cache, 5), rb.structure_scores(row, docs)) for row in rows]
     cache.save()
     print(f"{len(docs)} test documents, {sum(len(d.annotations) for d in docs)} annotations, "
