@@ -20,6 +20,9 @@ Quality, per concept in its sentence (the concept given as a span), per language
 * ``own-test3-<lang>``: bench/data/assertion/<lang>_test3.jsonl, a third frozen split (at least
   150 concepts and 20 per status per language), written and committed before the third rule
   round and measured once at its end (``--sets 'own-test3-*' --skip-speed``).
+* ``own-test4-<lang>`` / ``own-dev4-<lang>``: the fourth frozen split and its development set
+  (one pool per language, split by text at random), written before rule round 4 by sessions
+  that never read the rules; test4 is measured once at the round's end.
 
 ``--sets`` takes names or shell patterns: ``--sets 'own-dev-*'`` or
 ``--sets own-test-en,own-test-de``. ``--errors`` lists our misses on development sets
