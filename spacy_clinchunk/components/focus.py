@@ -38,7 +38,7 @@ without the group gets focus spans cut from the chunks, as with null.
 
 import re
 from bisect import bisect_right
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -46,9 +46,9 @@ from spacy.tokens import Doc, Span
 from .. import attrs
 from .base import ChunkRefiner, refiner_factory
 from .coordination import CoordinationRules
+from .phrases import PhrasePattern, phrase_regex, reversed_phrase_regex  # noqa: F401  (phrase_regex: also for clin_concept_focus)
 from ..resources_io import Override
 from .settings import NonNegativeInt, PositiveInt, SettingError
-from ..assertion.prefilter import fold_safe
 from ..spans import Range, TokenIndex, doc_text
 
 FACTORY = "clin_focus"
@@ -71,7 +71,6 @@ _WORD = re.compile(r"[^\W_][\w'’./-]*|[^\s]")
 _EDGE = " \t\r\n,;:.!?-–—/\\*•·\"'`“”‘’"
 _COUNT = re.compile(r"(?:\d+(?:[.,/]\d+)*%?|\(\d+(?:[.,]\d+)?%?\))(?=\s)")  # "41", "21/28", "(75%)"
 _WORD_CHAR = re.compile(r"[\w-]")
-_RUN = re.compile(r"[\w-]+")  # a run of word characters or hyphens (a phrase's lead)
 _TRAIL_WINDOW = 160  # characters searched for trailing framing (keeps trimming linear)
 
 
@@ -122,61 +121,6 @@ def make_focus(
         trim_counts=trim_counts,
         pieces_key=pieces_key,
     )
-
-
-def reversed_phrase_regex(phrases: Iterable[str]) -> Optional["re.Pattern[str]"]:
-    """:func:`phrase_regex` of the phrases spelled backwards, for an anchored match on reversed text."""
-    ordered = sorted({p.strip().lower()[::-1] for p in phrases if p.strip()}, key=len, reverse=True)
-    if not ordered:
-        return None
-    body = "|".join(r"\s+".join(re.escape(part) for part in p.split()) for p in ordered)
-    return re.compile(rf"(?:{body})(?![\w-])", re.IGNORECASE)
-
-
-def phrase_regex(phrases: Iterable[str], anchor: str = "") -> Optional["PhrasePattern"]:
-    """Word-bounded, case-insensitive alternation of ``phrases`` (longest first)."""
-    ordered = sorted({p.strip().lower() for p in phrases if p.strip()}, key=len, reverse=True)
-    if not ordered:
-        return None
-    body = "|".join(r"\s+".join(re.escape(part) for part in p.split()) for p in ordered)
-    return PhrasePattern(re.compile(rf"(?<![\w-])(?:{body})(?![\w-]){anchor}", re.IGNORECASE), ordered)
-
-
-class PhrasePattern:
-    """A :func:`phrase_regex` and a cheap test that rules most texts out before it searches.
-
-    A search of a long alternation costs a test of every branch at every position, and most
-    chunks hold none of the phrases. Any match starts at a word boundary with one of the
-    phrases' *leads* (the first run of word characters or hyphens of its first word: "are" of
-    "are characterized by", "d" of "d'une"), and the text's run of such characters there is
-    exactly that lead. So a text whose runs hold no lead cannot match, and is not searched.
-    The test compares lowered strings, which answers as ``re.IGNORECASE`` only for texts of
-    :func:`fold_safe` characters; any other text, or phrases without a lead, is searched."""
-
-    __slots__ = ("regex", "pattern", "leads")
-
-    def __init__(self, regex: "re.Pattern[str]", phrases: Sequence[str]) -> None:
-        self.regex = regex
-        self.pattern = regex.pattern
-        leads = [_RUN.match(p) for p in phrases]
-        usable = all(leads) and all(fold_safe(p) for p in phrases)
-        self.leads: Optional[FrozenSet[str]] = frozenset(m.group() for m in leads if m) if usable else None
-
-    def may_occur(self, text: str, start: int, end: int) -> bool:
-        """False only where no phrase can match ``text[start:end]``."""
-        if self.leads is None:
-            return True
-        piece = text[start:end]
-        return not fold_safe(piece) or not self.leads.isdisjoint(_RUN.findall(piece.lower()))
-
-    def finditer(self, text: str, start: int, end: int) -> Iterator["re.Match[str]"]:
-        return self.regex.finditer(text, start, end) if self.may_occur(text, start, end) else iter(())
-
-    def search(self, text: str, start: int, end: int) -> Optional["re.Match[str]"]:
-        return self.regex.search(text, start, end) if self.may_occur(text, start, end) else None
-
-    def match(self, text: str, start: int, end: int) -> Optional["re.Match[str]"]:
-        return self.regex.match(text, start, end)  # anchored: as fast as any test of its lead
 
 
 class ClinFocus(ChunkRefiner):
