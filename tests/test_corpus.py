@@ -111,6 +111,10 @@ def test_two_spawned_processes_give_byte_identical_output(corpus, tmp_path):
     assert 0 < run["startup_seconds"] < run["seconds"]
     pids = {e["worker"]["pid"] for e in result.manifest["shards"].values()}
     assert os.getpid() not in pids and len(pids) == 2  # no document was chunked in the driver
+    # the shard's thread did the work: its CPU is part of the process's (a tiny shard rounds to 0)
+    entries = result.manifest["shards"].values()
+    assert all(0 <= e["thread_cpu_seconds"] <= e["cpu_seconds"] + 0.01 for e in entries)
+    assert sum(e["thread_cpu_seconds"] for e in entries) > 0
 
 
 def test_outputs_are_owner_only_unless_relaxed(corpus, tmp_path):

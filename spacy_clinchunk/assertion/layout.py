@@ -7,7 +7,7 @@ units.
 """
 import re
 from bisect import bisect_left, bisect_right
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from spacy.attrs import IDX, IS_SPACE, LENGTH, LOWER, SENT_START
 from spacy.tokens import Doc
@@ -39,7 +39,9 @@ class DocLayout:
     The token attributes the engine reads (space, offsets, lengths, lower forms) are taken
     from the doc once, as arrays: a ``Token`` made per look-up cost more than the lookups."""
 
-    def __init__(self, doc: Doc, table: SectionTable, text: Optional[str] = None) -> None:
+    def __init__(
+        self, doc: Doc, table: SectionTable, text: Optional[str] = None, abbreviations: FrozenSet[str] = frozenset()
+    ) -> None:
         n = len(doc)
         self.doc = doc
         self.text = doc.text if text is None else text
@@ -51,6 +53,8 @@ class DocLayout:
         self.lowers: Set[int] = set(columns[4])  # the LOWER hashes the doc holds
         self.has_sents = n > 1 and any(sent[1:])
         starts = {i for i, value in enumerate(sent) if value == 1} if self.has_sents else set()
+        if abbreviations and starts:
+            starts = {i for i in starts if not self._after_abbreviation(i, abbreviations)}
         starts.add(0)
         # header label token ranges (never cues) and sections
         self.labels: List[Tuple[int, int]] = []
@@ -67,6 +71,18 @@ class DocLayout:
         self.units = [(s, ordered[k + 1] if k + 1 < len(ordered) else n) for k, s in enumerate(ordered)]
         self.label_starts = [a for a, _ in self.labels]
         self.section_starts = [sec.head_start for sec in self.sections]
+
+    def _after_abbreviation(self, start: int, abbreviations: FrozenSet[str]) -> bool:
+        """A sentence start the sentencizer set after an abbreviation's period, before a word in
+        lower case ("Pupillen bds. isokor", "Pat. verneint"): the sentence goes on."""
+        if start < 2 or self.length[start - 1] != 1:
+            return False
+        text, idx = self.text, self.idx
+        period, word = idx[start - 1], idx[start - 2]
+        first = text[idx[start]:idx[start] + 1]
+        if text[period] != "." or word + self.length[start - 2] != period or not (first.islower() or first.isdigit()):
+            return False
+        return text[word:period].lower() in abbreviations
 
     def _stands_as_header(self, head: int, body: int) -> bool:
         """A title opens its line or ends with a colon."""
@@ -160,6 +176,11 @@ class DocLayout:
             if section.head_end <= token < section.end:
                 return section
         return None
+
+
+def abbreviation_set(words: Iterable[str]) -> FrozenSet[str]:
+    """The lower-case abbreviations of a word list, without their final period ("bds." -> "bds")."""
+    return frozenset(w.strip().lower()[:-1] for w in words if w.strip().endswith(".") and len(w.strip()) > 1)
 
 
 def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:

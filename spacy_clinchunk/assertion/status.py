@@ -5,10 +5,11 @@ never lets a cue modify a target it overlaps, but a chunk is often "no developme
 delay" with the cue inside: such a cue governs the span when nothing but light words
 (stop words, "patient", ...) of the span lies before the cue's reach. A section with a
 status (past history -> historical, family history -> family) governs what it holds unless
-a cue of that status already does. One label per span by :data:`~.rules.PRECEDENCE`.
+a cue of that status already does, or a cue whose rule ``cancels_section`` that status
+("currently", "aktuell") governs the span. One label per span by :data:`~.rules.PRECEDENCE`.
 """
 from bisect import bisect_left, bisect_right
-from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from spacy.tokens import Doc, Span
 
@@ -33,8 +34,12 @@ class Assertion(NamedTuple):
 class AssertionEngine:
     """Compiled rules, the section table and light words of one component."""
 
-    def __init__(self, matcher: CueMatcher, sections: SectionTable, light_words: Set[str], max_scope: Optional[int]) -> None:
+    def __init__(
+        self, matcher: CueMatcher, sections: SectionTable, light_words: Set[str], max_scope: Optional[int],
+        abbreviations: FrozenSet[str] = frozenset(),
+    ) -> None:
         self.matcher = matcher
+        self.abbreviations = abbreviations
         self.sections = sections
         self.light_words = light_words
         self.max_scope = max_scope
@@ -44,7 +49,7 @@ class AssertionEngine:
     ) -> Iterator[Tuple[Span, Assertion]]:
         """(span, assertion) for every span of ``groups``, all spans of one doc (``text``:
         ``doc.text``, when the caller has it: spaCy joins the tokens anew on each read)."""
-        layout = DocLayout(doc, self.sections, doc.text if text is None else text)
+        layout = DocLayout(doc, self.sections, doc.text if text is None else text, self.abbreviations)
         per_unit = unit_modifiers(doc, self.matcher, layout, self.max_scope)
         for targets in groups:
             for target in targets:
@@ -55,6 +60,7 @@ class AssertionEngine:
         first = max(bisect_right(unit_starts, target.start) - 1, 0)
         last = max(bisect_left(unit_starts, target.end) - 1, first)
         governing: Dict[str, List[Any]] = {}
+        cancelled: Set[str] = set()  # section statuses a governing cue lifts ("now", "aktuell")
         seen = set()
         for u in range(first, last + 1):
             for modifier in per_unit[u].near(target.start, target.end):
@@ -63,13 +69,14 @@ class AssertionEngine:
                 seen.add(id(modifier))
                 if modifier.direction in ("TERMINATE", "PSEUDO"):
                     continue
-                label = _label_for(modifier, target)
-                if label is None:
+                label, lifts = _label_for(modifier, target), _cancels_section(modifier)
+                if (label is None and not lifts) or not self._governs(modifier, target):
                     continue
-                if self._governs(modifier, target):
+                cancelled.update(lifts)
+                if label is not None:
                     governing.setdefault(label, []).append(modifier)
         section = layout.section_at(target.start)
-        if section is not None and section.label and section.label not in governing:
+        if section is not None and section.label and section.label not in governing and section.label not in cancelled:
             governing[section.label] = [section]
         if not governing:  # most spans: no cue, no section status
             return Assertion("affirmed", [], [], section.name if section is not None else None)
@@ -134,6 +141,15 @@ def _label_for(modifier: Any, target: Span) -> Optional[str]:
         if isinstance(inside, str) and inside in PRECEDENCE:
             return inside
     return label
+
+
+def _cancels_section(modifier: Any) -> Tuple[str, ...]:
+    """The section statuses a cue lifts from what it governs (a rule's ``metadata.cancels_section``):
+    under "Past history:", "currently on dialysis for renal failure" is no past event. Only the
+    section's status goes; a cue of the same status still holds."""
+    metadata = getattr(modifier.rule, "metadata", None) or {}
+    names = metadata.get("cancels_section") if isinstance(metadata, dict) else None
+    return tuple(n for n in names if n in PRECEDENCE) if isinstance(names, list) else ()
 
 
 def _yields_to(modifier: Any) -> Tuple[str, ...]:

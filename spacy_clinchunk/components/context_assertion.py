@@ -38,6 +38,7 @@ from .. import attrs
 from ..assertion.cues import compile_rules
 from ..assertion.extensions import ExtensionNames
 from ..assertion.language import detect_language
+from ..assertion.layout import abbreviation_set
 from ..assertion.rules import (  # noqa: F401  (PRECEDENCE ... shipped_rules: the public names of 0.1)
     PRECEDENCE,
     ContextRulesError,
@@ -68,6 +69,7 @@ except ImportError:  # pragma: no cover - pydantic 1
 
 FACTORY = "clin_context_assertion"
 LIGHT_WORDS_RESOURCE = "assertion_light_words"
+ABBREVIATIONS_RESOURCE = "abbreviations"  # "bds.", "Pat.": a period after one ends no scope
 RULES_FILE = "context_rules.json"
 CFG_FILE = "cfg.json"
 DATA_FORMAT = 2  # cfg.json of format 1 held settings; only its language counts
@@ -162,6 +164,7 @@ class ContextAssertion(Pipe):
         # data per language: absent until initialize, from_disk or first use supplies it
         self._rules: Dict[str, List[RuleDict]] = {}
         self._light_words: Dict[str, List[str]] = {}
+        self._abbreviations: Dict[str, List[str]] = {}
         self._sections: Dict[str, SectionData] = {}
         self._engines: Dict[str, AssertionEngine] = {}
         self._warned_unsure = False
@@ -175,6 +178,7 @@ class ContextAssertion(Pipe):
         rules: Optional[Union[List[Dict[str, Any]], Dict[str, Any]]] = None,
         sections: Optional[Dict[str, Any]] = None,
         light_words: Optional[Union[List[str], str]] = None,
+        abbreviations: Optional[Union[List[str], str]] = None,
     ) -> None:
         """Set the data and compile the rules (medspaCy is imported here).
 
@@ -185,6 +189,9 @@ class ContextAssertion(Pipe):
             shipped ``assertion_sections`` of the language.
         light_words: words that may precede a cue inside a span (a list, a JSON file, or
             ``spacy_clinchunk.ResourceList.v1``); default: the shipped ``assertion_light_words``.
+        abbreviations: words ending in a period that ends no sentence ("bds.", "Pat."): a
+            sentence start after one, before a lower-case word, does not cut a cue's scope
+            ("Pupillen bds. isokor"); default: the shipped ``abbreviations`` of the language.
 
         With ``language = "auto"`` what is given applies to every language, and the data of
         every language is loaded here; each language's rules compile on its first document.
@@ -192,7 +199,9 @@ class ContextAssertion(Pipe):
         given_rules = None if rules is None else validate_rules(rules, f"{self.name}: initialize rules")
         given_words = None if light_words is None else resolve_override(light_words, LIGHT_WORDS_RESOURCE)
         given_sections = None if sections is None else check_sections(sections, f"{self.name}: initialize sections")
+        given_abbreviations = None if abbreviations is None else resolve_override(abbreviations, ABBREVIATIONS_RESOURCE)
         self._rules, self._light_words, self._sections, self._engines = {}, {}, {}, {}
+        self._abbreviations = {}
         for lang in self.languages:
             if given_rules is not None:
                 self._rules[lang] = copy.deepcopy(given_rules)
@@ -200,8 +209,11 @@ class ContextAssertion(Pipe):
                 self._light_words[lang] = list(given_words)
             if given_sections is not None:
                 self._sections[lang] = copy.deepcopy(given_sections)
+            if given_abbreviations is not None:
+                self._abbreviations[lang] = list(given_abbreviations)
             self._effective_rules(lang)
             self.light_words_for(lang)
+            self.abbreviations_for(lang)
             self.sections_for(lang)
         self.engine  # noqa: B018  (compiles the rules of the main language)
 
@@ -238,6 +250,11 @@ class ContextAssertion(Pipe):
             self._light_words[lang] = load_word_list(lang, LIGHT_WORDS_RESOURCE)
         return self._light_words[lang]
 
+    def abbreviations_for(self, lang: str) -> List[str]:
+        if lang not in self._abbreviations:
+            self._abbreviations[lang] = load_word_list(lang, ABBREVIATIONS_RESOURCE)
+        return self._abbreviations[lang]
+
     def sections_for(self, lang: str) -> SectionData:
         if lang not in self._sections:
             self._sections[lang] = section_data(lang)
@@ -253,7 +270,8 @@ class ContextAssertion(Pipe):
         if engine is None:
             matcher = compile_rules(self.nlp, self.name, self._effective_rules(lang), self.max_scope)
             light = {w.lower() for w in self.light_words_for(lang)} | _foreign_stop_words(self.nlp, lang)
-            engine = AssertionEngine(matcher, SectionTable(self.sections_for(lang)), light, self.max_scope)
+            sections, abbreviations = SectionTable(self.sections_for(lang)), abbreviation_set(self.abbreviations_for(lang))
+            engine = AssertionEngine(matcher, sections, light, self.max_scope, abbreviations)
             self._engines[lang] = engine
         return engine
 
@@ -336,14 +354,18 @@ class ContextAssertion(Pipe):
         return [lang for lang in self.languages if lang != self.lang]
 
     def _cfg(self) -> Dict[str, Any]:
-        cfg = {"format": DATA_FORMAT, "source": self._source(), "light_words": self.light_words, "sections": self.sections}
+        cfg = {"format": DATA_FORMAT, "source": self._source(), **self._language_data(self.lang)}
         if self.auto:
             cfg["format"] = AUTO_DATA_FORMAT
-            cfg["languages"] = {
-                lang: {"light_words": self.light_words_for(lang), "sections": self.sections_for(lang)}
-                for lang in self._other_languages()
-            }
+            cfg["languages"] = {lang: self._language_data(lang) for lang in self._other_languages()}
         return cfg
+
+    def _language_data(self, lang: str) -> Dict[str, Any]:
+        return {
+            "light_words": self.light_words_for(lang),
+            "sections": self.sections_for(lang),
+            "abbreviations": self.abbreviations_for(lang),
+        }
 
     def _other_rules(self) -> Dict[str, List[RuleDict]]:
         return {lang: self._effective_rules(lang) for lang in self._other_languages()}
@@ -369,6 +391,10 @@ class ContextAssertion(Pipe):
             self._light_words[lang] = resolve_override(data["light_words"], f"{origin}: light_words")
         if data.get("sections") is not None:
             self._sections[lang] = check_sections(data["sections"], f"{origin}: sections")
+        if data.get("abbreviations") is not None:
+            self._abbreviations[lang] = resolve_override(data["abbreviations"], f"{origin}: abbreviations")
+        elif data.get("sections") is not None:  # saved before abbreviations were data: its output stays
+            self._abbreviations[lang] = []
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         data = {"cfg": self._cfg(), "context_rules": self._effective_rules()}

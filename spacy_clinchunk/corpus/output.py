@@ -189,6 +189,7 @@ class ShardFiles:
         self.fingerprint = shard.fingerprint()
         self.started = time.time()
         self.cpu_started = time.process_time()
+        self.thread_cpu_started = time.thread_time()  # the thread that runs the shard
         writer = FORMAT_WRITERS[out.fmt]
         self.file = open_atomic(out.output_path(shard.name), out.file_mode, writer.binary)
         self.writer = writer(self.file.handle, out.spans_key, fields)
@@ -259,6 +260,9 @@ class ShardFiles:
             "errors": len(self.errors),
             "seconds": round(time.time() - self.started, 3),
             "cpu_seconds": round(time.process_time() - self.cpu_started, 3),  # of the worker process
+            # of the thread that ran the shard: the pipeline and the records, without the
+            # engine's own threads (a Ray actor's core worker runs beside it in the process)
+            "thread_cpu_seconds": round(time.thread_time() - self.thread_cpu_started, 3),
             "finished": _now(),
         }
 
