@@ -86,8 +86,17 @@ def _statuses(nlp, text, concepts):
     return {s.text: (s._.clin_assertion, [c["text"] for c in s._.clin_assertion_cues]) for s in spans}
 
 
+def _pipeline_without_lifting_cues(lang):
+    """The shipped rules less any that lift a section, so that the test adds its own."""
+    nlp = _pipeline(lang)
+    component = nlp.get_pipe(FACTORY)
+    rules = [rule for rule in component.rules if not (rule.get("metadata") or {}).get("cancels_section")]
+    component.initialize(rules=rules)
+    return nlp
+
+
 def test_a_cue_that_cancels_the_section_makes_its_item_current_and_no_other(tmp_path):
-    nlp = _pipeline("en")
+    nlp = _pipeline_without_lifting_cues("en")
     concepts = ["Hypertension", "End-stage renal disease", "Appendectomy"]
     before = _statuses(nlp, HISTORY, concepts)
     assert {text: label for text, (label, _) in before.items()} == dict.fromkeys(concepts, "historical")
@@ -100,7 +109,7 @@ def test_a_cue_that_cancels_the_section_makes_its_item_current_and_no_other(tmp_
 
 
 def test_the_cancelled_status_is_only_the_one_the_rule_names():
-    nlp = _pipeline("en")
+    nlp = _pipeline_without_lifting_cues("en")
     nlp.get_pipe(FACTORY).add_rules([CURRENT])
     text = "FAMILY HISTORY:\n- Mother with breast cancer, currently in remission"
     assert _statuses(nlp, text, ["breast cancer"])["breast cancer"][0] == "family"
