@@ -20,7 +20,10 @@ of these documents only, so compare rows of one table):
   P(start) x P(end), the best taken greedily without overlap (one span per concept), alone and
   as the focus with the rules' fallback;
 * ``learned ... snapped to rule focus``: a learned span that covers at least half of the words of
-  the rule focus span holding it is replaced by that span (the rules' whole concept).
+  the rule focus span holding it is replaced by that span (the rules' whole concept);
+* ``... + uncovered rule spans``: the combination, plus each rule focus span that overlaps no
+  learned span (``combine_focus(keep_uncovered=True)``), with the learned spans at the
+  combination's threshold and at 0.4 and 0.5 (confident spans only), and with whole-concept decoding.
 
 ``--late`` scores ``punct_conj_cleaned`` and ``retrieval`` again with late-chunked vectors (one
 document-level pass of the bundled MiniLM, each chunk the mean of its tokens there).
@@ -108,11 +111,12 @@ def rule_groups(docs: Sequence[rb.Document]) -> Tuple[List[List[Range]], List[Li
 
 
 def learned_focus(text: str, chunks: List[Range], focus: List[Range], links: List[List[int]],
-                  learned: List[Range], keep_coordination: bool) -> List[Range]:
+                  learned: List[Range], keep_coordination: bool, keep_uncovered: bool = False) -> List[Range]:
     """What clin_concept_focus writes (its own function): learned spans as each chunk's focus, its
-    rule focus spans where the model found none (and, kept whole, coordinations beside them)."""
+    rule focus spans where the model found none (and, kept whole, coordinations beside them;
+    with ``keep_uncovered``, also the rule focus spans that overlap no learned span)."""
     coordination = concept_focus_pipe().coordination_re if keep_coordination else None
-    return [(s, e) for s, e, _ in combine_focus(text, chunks, focus, links, learned, coordination)]
+    return [(s, e) for s, e, _ in combine_focus(text, chunks, focus, links, learned, coordination, keep_uncovered)]
 
 
 @lru_cache(maxsize=None)
@@ -215,6 +219,16 @@ def main(argv=None) -> int:
     rows.append(rb.Row(f"learned (t={args.threshold:.2f}, nearest) snapped to rule focus, rules fallback + coordination whole",
                        [learned_focus(d.text, c, f, k, sn, True)
                         for d, c, f, k, sn in zip(docs, chunks, focus, links, snapped)]))
+    # round 5 (2026-12-03): the rule focus spans that no learned span overlaps kept too (the
+    # concepts the model missed inside a chunk where it found another), and confident spans only
+    for t in sorted({args.threshold, 0.4, 0.5}):
+        confident = [decode(scores[d.doc_id], t, True) for d in docs]
+        rows.append(rb.Row(f"learned focus (t={t:.2f}), rules fallback + coordination whole + uncovered rule spans",
+                           [learned_focus(d.text, c, f, k, lr, True, True)
+                            for d, c, f, k, lr in zip(docs, chunks, focus, links, confident)]))
+    rows.append(rb.Row(f"learned focus (t={args.threshold:.2f}, whole-concept), rules fallback + coordination whole + uncovered rule spans",
+                       [learned_focus(d.text, c, f, k, lr, True, True)
+                        for d, c, f, k, lr in zip(docs, chunks, focus, links, whole)]))
     results = [(row, rb.measure(row, docs, cache, 5), rb.structure_scores(row, docs)) for row in rows]
     cache.save()
     print(f"{len(docs)} test documents, {sum(len(d.annotations) for d in docs)} annotations, "

@@ -3,6 +3,7 @@
     python scripts/train_concept_spans.py split  [--data DIR] --out DIR      # grouped half split only
     python scripts/train_concept_spans.py half   [--data DIR] --out DIR      # train on half A, predict half B
     python scripts/train_concept_spans.py cv     [--data DIR] --out DIR [--folds 5] [--epochs N]
+                                                 [--set training.max_epochs=10 ...]  # config overrides
     python scripts/train_concept_spans.py build  [--data DIR] --out DIR      # every document (make concept-spans)
     python scripts/train_concept_spans.py predict --model MODEL --out DIR    # again, on DIR/test_docs
     python scripts/train_concept_spans.py assemble --model MODEL --out DIR   # the retrieval_learned pipeline
@@ -113,8 +114,11 @@ def write_private(path: Path, payload: object) -> None:
 
 
 # -- training and prediction --------------------------------------------------------------------
-def train(base: Path, train_files: Sequence[Path], seed: int, epochs: int = 0) -> Path:
-    """``python -m spacy train`` on ``train_files`` with a grouped dev split of them; ``model-best``."""
+def train(base: Path, train_files: Sequence[Path], seed: int, epochs: int = 0,
+          overrides: Sequence[str] = ()) -> Path:
+    """``python -m spacy train`` on ``train_files`` with a grouped dev split of them; ``model-best``.
+    ``overrides`` (``section.key=value``) go to ``spacy train`` as ``--section.key value``, so a
+    variant of the config is one command, not a second file."""
     inner_train, dev = train_dev(train_files, seed)
     link_files(inner_train, base / "train")
     link_files(dev, base / "dev")
@@ -122,6 +126,9 @@ def train(base: Path, train_files: Sequence[Path], seed: int, epochs: int = 0) -
                "--paths.train", str(base / "train"), "--paths.dev", str(base / "dev"), "--system.seed", str(seed)]
     if epochs:
         command += ["--training.max_epochs", str(epochs)]
+    for override in overrides:
+        key, _, value = override.partition("=")
+        command += [f"--{key.strip()}", value.strip()]
     start = time.perf_counter()
     subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"})
     print(f"{base.name}: {len(inner_train)} train / {len(dev)} dev documents, trained in "
@@ -171,7 +178,7 @@ def assemble(model: Path, out: Path) -> Path:
     return out
 
 
-def run_parts(out: Path, parts: List[tuple], seed: int, epochs: int) -> None:
+def run_parts(out: Path, parts: List[tuple], seed: int, epochs: int, overrides: Sequence[str] = ()) -> None:
     """Train each ``(name, train_files, test_files)`` and predict its test files."""
     import torch
 
@@ -179,7 +186,7 @@ def run_parts(out: Path, parts: List[tuple], seed: int, epochs: int) -> None:
     predicted: dict = {}
     scores: dict = {}
     for name, train_files, test_files in parts:
-        model = train(out / name, train_files, seed, epochs)
+        model = train(out / name, train_files, seed, epochs, overrides)
         link_files(test_files, out / name / "test")
         link_files(test_files, out / "test_docs")
         predict(model, test_files, predicted, scores)
@@ -196,6 +203,8 @@ def main(argv=None) -> int:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=0, help="override the config's max_epochs")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a config override for spacy train (repeatable), e.g. training.max_epochs=10")
     parser.add_argument("--model", type=Path, help="predict, assemble: a trained pipeline (model-best or model-last)")
     args = parser.parse_args(argv)
     if args.mode == "assemble":
@@ -220,14 +229,14 @@ def main(argv=None) -> int:
         link_files(side_a, args.out / "half_a")
         link_files(side_b, args.out / "half_b")
         if args.mode == "half":
-            run_parts(args.out, [("half", side_a, side_b)], args.seed, args.epochs)
+            run_parts(args.out, [("half", side_a, side_b)], args.seed, args.epochs, args.overrides)
     elif args.mode == "cv":
         folds = deal(groups, args.folds, args.seed)
         parts = [(f"fold{k}", [f for j, fold in enumerate(folds) if j != k for f in fold], fold)
                  for k, fold in enumerate(folds)]
-        run_parts(args.out, parts, args.seed, args.epochs)
+        run_parts(args.out, parts, args.seed, args.epochs, args.overrides)
     else:
-        model = train(args.out / "all", files, args.seed, args.epochs)
+        model = train(args.out / "all", files, args.seed, args.epochs, args.overrides)
         assemble(model, args.out / "retrieval_learned")
     return 0
 

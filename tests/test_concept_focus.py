@@ -107,6 +107,19 @@ def test_combine_links_each_span_to_the_chunk_it_overlaps_most():
     assert owners == [(7, 19, 1)]
 
 
+def test_keep_uncovered_keeps_the_rule_spans_no_learned_span_overlaps():
+    text = "aaaa bbbb cccc dddd"
+    chunks = [(0, 19)]
+    rules, links = [(0, 4), (5, 9), (15, 19)], [[0, 1, 2]]
+    # one learned span over "bbbb": without keep_uncovered the chunk's rule spans all go
+    assert combine_focus(text, chunks, rules, links, [(5, 9)], None) == [(5, 9, 0)]
+    # with it, "aaaa" and "dddd" (the concepts the model missed) stay; "bbbb" is the learned one
+    assert combine_focus(text, chunks, rules, links, [(5, 9)], None, keep_uncovered=True) == [
+        (0, 4, 0), (5, 9, 0), (15, 19, 0)]
+    # a rule span the learned span overlaps only in part is replaced, not kept beside it
+    assert combine_focus(text, chunks, [(0, 9)], [[0]], [(5, 9)], None, keep_uncovered=True) == [(5, 9, 0)]
+
+
 def test_a_learned_span_outside_every_chunk_is_left_out(nlp):
     text = "Fever. And, also, the."  # the cleaner drops the second sentence: no chunk there
     doc = run(nlp, text, learned_ranges=[(7, 10)])

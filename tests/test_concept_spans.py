@@ -178,3 +178,39 @@ def test_the_assembled_strategy_links_learned_focus_to_its_chunks_and_round_trip
     assert [(s.start_char, s.end_char, s._.clin_focus_of) for s in again.spans[attrs.FOCUS_KEY]] == \
            [(s.start_char, s.end_char, s._.clin_focus_of) for s in focus]
     assert exact_offsets(nlp("")) == [] and len(nlp("").spans[attrs.FOCUS_KEY]) == 0
+
+
+@pytest.mark.slow
+def test_cv_with_config_overrides_trains_predicts_and_records_them(tiny_backbone, tmp_path):
+    """scripts/train_concept_spans.py cv --set KEY=VALUE: the overrides reach spacy train (the
+    saved model's config holds them), and every scored document gets exact spans and scores."""
+    import json
+
+    out = tmp_path / "cv"
+    result = subprocess.run(
+        [sys.executable, str(CONFIG_DIR.parent / "scripts" / "train_concept_spans.py"), "cv",
+         "--data", str(SAMPLE_JSON), "--out", str(out), "--folds", "2",
+         "--set", f"components.transformer.model.name={tiny_backbone}",
+         "--set", "training.max_steps=3", "--set", "training.eval_frequency=1",
+         "--set", "training.optimizer.learn_rate.total_steps=3"],
+        capture_output=True, text=True, timeout=900,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    for fold in ("fold0", "fold1"):
+        config = spacy.util.load_config(out / fold / "model" / "model-best" / "config.cfg")
+        assert config["training"]["max_steps"] == 3
+        assert config["training"]["optimizer"]["learn_rate"]["total_steps"] == 3
+        assert config["components"]["transformer"]["model"]["name"] == str(tiny_backbone)
+    scored = {json.loads(f.read_text(encoding="utf-8"))["doc_id"]: json.loads(f.read_text(encoding="utf-8"))
+              for f in (out / "test_docs").glob("*.json")}
+    predicted = json.loads((out / "predicted.json").read_text(encoding="utf-8"))
+    scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
+    assert set(predicted) == set(scores) == set(scored) and len(scored) == len(list(SAMPLE_JSON.glob("*.json")))
+    for doc_id, record in scored.items():
+        text = record["full_text"]
+        assert len(scores[doc_id]["start"]) == len(scores[doc_id]["tokens"]) > 0
+        starts = {s for s, _ in scores[doc_id]["tokens"]}
+        ends = {e for _, e in scores[doc_id]["tokens"]}
+        assert all(s in starts and e in ends and 0 <= s < e <= len(text) for s, e in predicted[doc_id])
+    assert oct((out / "predicted.json").stat().st_mode & 0o777) == "0o600"

@@ -85,10 +85,13 @@ def combine_focus(
     rule_links: Sequence[Sequence[int]],
     learned: Sequence[Range],
     coordination: Optional["re.Pattern[str]"],
+    keep_uncovered: bool = False,
 ) -> List[Tuple[int, int, int]]:
     """``(start, end, chunk number)`` of the combined focus spans, sorted, in linear time over
     sorted inputs. ``rule_links[k]`` are the indices into ``rule_focus`` of chunk ``k``'s
-    rule focus spans; ``coordination`` (None: keep none) finds a coordination in a span."""
+    rule focus spans; ``coordination`` (None: keep none) finds a coordination in a span.
+    ``keep_uncovered``: a chunk's rule focus spans that overlap none of its learned spans stay
+    too (the model found one concept of the chunk, the rules hold the others it missed)."""
     owners: Dict[Range, int] = {}
     learned = sorted(learned)
     first = 0  # the first learned span that may still overlap this chunk or a later one
@@ -104,11 +107,11 @@ def combine_focus(
         rules = [rule_focus[i] for i in rule_links[number]]
         if not inside:
             kept = rules
-        elif coordination is not None:
-            kept = [r for r in rules if coordination.search(text, r[0], r[1])
-                    and any(_overlap(r, s) > 0 for s in inside)]
         else:
-            kept = []
+            kept = [r for r in rules
+                    if (coordination is not None and coordination.search(text, r[0], r[1])
+                        and any(_overlap(r, s) > 0 for s in inside))
+                    or (keep_uncovered and not any(_overlap(r, s) > 0 for s in inside))]
         for span in inside:
             best = owners.get(span)
             if best is None or _overlap(span, chunk) > _overlap(span, chunks[best]):
