@@ -222,7 +222,7 @@ def main(argv=None) -> int:
     # round 5 (2026-12-03): the rule focus spans that no learned span overlaps kept too (the
     # concepts the model missed inside a chunk where it found another), and confident spans only
     for t in sorted({args.threshold, 0.4, 0.5}):
-        confident = [decode(scores[d.doc_id], t, True) for d in docs]
+        confident = learned if t == args.threshold else [decode(scores[d.doc_id], t, True) for d in docs]
         rows.append(rb.Row(f"learned focus (t={t:.2f}), rules fallback + coordination whole + uncovered rule spans",
                            [learned_focus(d.text, c, f, k, lr, True, True)
                             for d, c, f, k, lr in zip(docs, chunks, focus, links, confident)]))

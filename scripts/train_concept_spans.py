@@ -114,8 +114,7 @@ def write_private(path: Path, payload: object) -> None:
 
 
 # -- training and prediction --------------------------------------------------------------------
-def train(base: Path, train_files: Sequence[Path], seed: int, epochs: int = 0,
-          overrides: Sequence[str] = ()) -> Path:
+def train(base: Path, train_files: Sequence[Path], seed: int, overrides: Sequence[str] = ()) -> Path:
     """``python -m spacy train`` on ``train_files`` with a grouped dev split of them; ``model-best``.
     ``overrides`` (``section.key=value``) go to ``spacy train`` as ``--section.key value``, so a
     variant of the config is one command, not a second file."""
@@ -124,8 +123,6 @@ def train(base: Path, train_files: Sequence[Path], seed: int, epochs: int = 0,
     link_files(dev, base / "dev")
     command = [sys.executable, "-m", "spacy", "train", str(CONFIG), "--output", str(base / "model"),
                "--paths.train", str(base / "train"), "--paths.dev", str(base / "dev"), "--system.seed", str(seed)]
-    if epochs:
-        command += ["--training.max_epochs", str(epochs)]
     for override in overrides:
         key, _, value = override.partition("=")
         command += [f"--{key.strip()}", value.strip()]
@@ -178,7 +175,7 @@ def assemble(model: Path, out: Path) -> Path:
     return out
 
 
-def run_parts(out: Path, parts: List[tuple], seed: int, epochs: int, overrides: Sequence[str] = ()) -> None:
+def run_parts(out: Path, parts: List[tuple], seed: int, overrides: Sequence[str] = ()) -> None:
     """Train each ``(name, train_files, test_files)`` and predict its test files."""
     import torch
 
@@ -186,7 +183,7 @@ def run_parts(out: Path, parts: List[tuple], seed: int, epochs: int, overrides: 
     predicted: dict = {}
     scores: dict = {}
     for name, train_files, test_files in parts:
-        model = train(out / name, train_files, seed, epochs, overrides)
+        model = train(out / name, train_files, seed, overrides)
         link_files(test_files, out / name / "test")
         link_files(test_files, out / "test_docs")
         predict(model, test_files, predicted, scores)
@@ -207,6 +204,8 @@ def main(argv=None) -> int:
                         help="a config override for spacy train (repeatable), e.g. training.max_epochs=10")
     parser.add_argument("--model", type=Path, help="predict, assemble: a trained pipeline (model-best or model-last)")
     args = parser.parse_args(argv)
+    # --epochs N is short for --set training.max_epochs=N; a --set after it wins (spacy takes the last)
+    overrides = ([f"training.max_epochs={args.epochs}"] if args.epochs else []) + args.overrides
     if args.mode == "assemble":
         assemble(args.model, args.out)
         return 0
@@ -229,14 +228,14 @@ def main(argv=None) -> int:
         link_files(side_a, args.out / "half_a")
         link_files(side_b, args.out / "half_b")
         if args.mode == "half":
-            run_parts(args.out, [("half", side_a, side_b)], args.seed, args.epochs, args.overrides)
+            run_parts(args.out, [("half", side_a, side_b)], args.seed, overrides)
     elif args.mode == "cv":
         folds = deal(groups, args.folds, args.seed)
         parts = [(f"fold{k}", [f for j, fold in enumerate(folds) if j != k for f in fold], fold)
                  for k, fold in enumerate(folds)]
-        run_parts(args.out, parts, args.seed, args.epochs, args.overrides)
+        run_parts(args.out, parts, args.seed, overrides)
     else:
-        model = train(args.out / "all", files, args.seed, args.epochs, args.overrides)
+        model = train(args.out / "all", files, args.seed, overrides)
         assemble(model, args.out / "retrieval_learned")
     return 0
 

@@ -202,8 +202,8 @@ def test_cv_with_config_overrides_trains_predicts_and_records_them(tiny_backbone
         assert config["training"]["max_steps"] == 3
         assert config["training"]["optimizer"]["learn_rate"]["total_steps"] == 3
         assert config["components"]["transformer"]["model"]["name"] == str(tiny_backbone)
-    scored = {json.loads(f.read_text(encoding="utf-8"))["doc_id"]: json.loads(f.read_text(encoding="utf-8"))
-              for f in (out / "test_docs").glob("*.json")}
+    records = [json.loads(f.read_text(encoding="utf-8")) for f in (out / "test_docs").glob("*.json")]
+    scored = {record["doc_id"]: record for record in records}
     predicted = json.loads((out / "predicted.json").read_text(encoding="utf-8"))
     scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
     assert set(predicted) == set(scores) == set(scored) and len(scored) == len(list(SAMPLE_JSON.glob("*.json")))

@@ -78,6 +78,16 @@ def _overlap(a: Range, b: Range) -> int:
     return min(a[1], b[1]) - max(a[0], b[0])
 
 
+def _keeps_rule_span(text: str, rule: Range, learned: Sequence[Range],
+                     coordination: Optional["re.Pattern[str]"], keep_uncovered: bool) -> bool:
+    """Whether a rule focus span stays beside a chunk's learned spans: a coordination that one
+    of them overlaps (kept whole), or, with ``keep_uncovered``, a span none of them overlaps."""
+    touched = any(_overlap(rule, span) > 0 for span in learned)
+    if touched:
+        return coordination is not None and coordination.search(text, rule[0], rule[1]) is not None
+    return keep_uncovered
+
+
 def combine_focus(
     text: str,
     chunks: Sequence[Range],
@@ -108,10 +118,7 @@ def combine_focus(
         if not inside:
             kept = rules
         else:
-            kept = [r for r in rules
-                    if (coordination is not None and coordination.search(text, r[0], r[1])
-                        and any(_overlap(r, s) > 0 for s in inside))
-                    or (keep_uncovered and not any(_overlap(r, s) > 0 for s in inside))]
+            kept = [r for r in rules if _keeps_rule_span(text, r, inside, coordination, keep_uncovered)]
         for span in inside:
             best = owners.get(span)
             if best is None or _overlap(span, chunk) > _overlap(span, chunks[best]):
