@@ -30,6 +30,10 @@ STATUSES = ("affirmed", "negated", "normal", "uncertain", "historical", "hypothe
 # both, in a seeded hash order; the German letters are one pool. Unpicked notes stay for later rounds.
 SPLIT_SIZES = {"en-history": {"test": 30, "dev": 14}, "en-other": {"test": 10, "dev": 6},
                "de": {"test": 14, "dev": 10}}
+# The English test split then took the rest of the history pool (the first 40 notes held fewer than the
+# 1,500 concepts the split needs), all but the note issue 40 names as its example: tuning material.
+EN_TEST_TAKES_REST_OF_HISTORY_POOL = True
+NAMED_IN_ISSUE = frozenset({"mts-55faa9fb"})
 
 
 def read_notes(lang: str) -> dict:
@@ -49,8 +53,11 @@ def make_splits() -> dict:
         notes = read_notes(lang)
         pool = [i for i, row in notes.items() if _in_pool(pool_name, row["text"])]
         order = sorted(pool, key=_shuffle_key)
+        taken = sizes["test"] + sizes["dev"]
         splits[lang]["test"] += order[:sizes["test"]]
-        splits[lang]["dev"] += order[sizes["test"]:sizes["test"] + sizes["dev"]]
+        splits[lang]["dev"] += order[sizes["test"]:taken]
+        if pool_name == "en-history" and EN_TEST_TAKES_REST_OF_HISTORY_POOL:
+            splits[lang]["test"] += [i for i in order[taken:] if i not in NAMED_IN_ISSUE]
     return {lang: {name: sorted(ids) for name, ids in parts.items()} for lang, parts in splits.items()}
 
 
