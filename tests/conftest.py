@@ -40,7 +40,7 @@ def sent_nlp():
 def assertion_nlp():
     """The shipped ``assertion`` strategy, loaded once for every module that only runs it
     (loading it builds medspaCy's ConText and PyRuSH). Tests must not add or remove pipes."""
-    from spacy_clinchunk.export.vectorstores import load_nlp
+    from spacy_clinchunk.pipeline import load_pipeline as load_nlp
 
     return load_nlp("assertion")
 

@@ -117,7 +117,7 @@ def write_code_and_config(folder: Path) -> Dict[str, Path]:
 
 def reference_records(config: Path, code: Path, docs: List[Dict[str, str]]) -> Dict[str, dict]:
     """One process, no engine: ``nlp(text)`` and ``doc_to_record`` for every document."""
-    from spacy_clinchunk.corpus import import_code
+    from spacy_clinchunk.pipeline.spec import import_code
     from spacy_clinchunk.pipeline import load_pipeline
     from spacy_clinchunk.export.records import doc_to_record
 

@@ -113,7 +113,7 @@ def test_repeated_text_keeps_exact_offsets():
 
 @pytest.fixture(scope="module")
 def flagship():
-    from spacy_clinchunk.export.vectorstores import load_nlp
+    from spacy_clinchunk.pipeline import load_pipeline as load_nlp
 
     nlp = load_nlp("assertion")
     nlp.add_pipe("clin_focus")

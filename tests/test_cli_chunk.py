@@ -16,7 +16,7 @@ import spacy
 
 from cli_helpers import run_cli
 from conftest import CONFIG_DIR, EXAMPLE_NOTE, ROOT
-from spacy_clinchunk.export.vectorstores import load_nlp
+from spacy_clinchunk.pipeline import load_pipeline as load_nlp
 from spacy_clinchunk.pipeline import strategies
 
 CONFIG = str(CONFIG_DIR / "punct_conj_cleaned.cfg")

@@ -173,7 +173,7 @@ def test_flagship_chunks_and_focus_spans_in_chroma(tmp_path):
     ``index="focus"``, the focus spans under their own ids with their chunk's id."""
     import json
 
-    from spacy_clinchunk.export.vectorstores import load_nlp
+    from spacy_clinchunk.pipeline import load_pipeline as load_nlp
 
     nlp = load_nlp("assertion")
     nlp.add_pipe("clin_focus")

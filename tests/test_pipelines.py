@@ -6,7 +6,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from conftest import CONFIG_DIR, EXAMPLE_NOTE, chunk_texts
+from conftest import CONFIG_DIR, EXAMPLE_NOTE, ROOT, chunk_texts
 from spacy_clinchunk.pipeline import load_pipeline
 
 TEXT = (
@@ -282,3 +282,48 @@ def test_default_runs_without_an_embedding_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_resolved_pipeline_answers_what_it_writes_once():
+    """One resolver: the groups written, the chunks group, the focus group paired with those
+    chunks, the record fields and the config hash, all from the loaded pipeline."""
+    from spacy_clinchunk.pipeline import PipelineError, PipelineSpec, resolve_pipeline
+
+    resolved = resolve_pipeline(PipelineSpec("retrieval"))
+    assert resolved.spans_keys == ("clin_chunks", "clin_focus")
+    assert (resolved.chunks_key, resolved.focus_key) == ("clin_chunks", "clin_focus")
+    assert {"focus_ids", "focus_of"} <= resolved.fields and "assertion" not in resolved.fields
+    same = resolve_pipeline("retrieval")  # a source and keywords build the same spec
+    assert same.config_hash == resolved.config_hash
+    longer = resolve_pipeline(PipelineSpec("retrieval", max_length=5000))
+    assert longer.nlp.max_length == 5000 and longer.config_hash != resolved.config_hash
+    changed = resolve_pipeline("retrieval", {"components.clin_cleaner.max_cleanup_passes": 1})
+    assert changed.config_hash != resolved.config_hash
+    assert resolve_pipeline("retrieval", spans_key="clin_focus").focus_key is None
+    with pytest.raises(PipelineError, match="spans key 'nosuch': the pipeline writes no such group"):
+        resolve_pipeline(PipelineSpec("retrieval", spans_key="nosuch"))
+
+
+def test_pinned_spec_loads_what_the_driver_read(tmp_path):
+    """A corpus run hands workers the spec pinned: the config text as the driver read it, so
+    an edit of the file mid-run changes nothing a worker loads."""
+    from spacy_clinchunk.pipeline import PipelineSpec, resolve_pipeline
+
+    config = tmp_path / "mine.cfg"
+    config.write_text((CONFIG_DIR / "punct_conj_cleaned.cfg").read_text(encoding="utf-8"), encoding="utf-8")
+    spec = PipelineSpec.of(config, overrides={"components.clin_cleaner.max_cleanup_passes": 1}).pinned()
+    before = resolve_pipeline(spec)
+    config.write_text("[nlp]\nlang = \"de\"\npipeline = []\n", encoding="utf-8")
+    after = resolve_pipeline(spec)
+    assert after.config_hash == before.config_hash and after.nlp.pipe_names == before.nlp.pipe_names
+    assert after.nlp.get_pipe("clin_cleaner").max_cleanup_passes == 1
+    assert resolve_pipeline(config).nlp.lang == "de"
+
+
+def test_only_the_resolver_builds_pipelines_from_configs():
+    """Workers, commands and adapters never call ``load_model_from_config`` themselves."""
+    package = ROOT / "spacy_clinchunk"
+    callers = sorted(
+        str(p.relative_to(package)) for p in package.rglob("*.py") if "load_model_from_config(" in p.read_text(encoding="utf-8")
+    )
+    assert callers == ["pipeline/resolve.py"]

@@ -9,7 +9,7 @@ from spacy.tokens import Span
 
 from spacy_clinchunk.attrs import register_extensions
 from spacy_clinchunk.cli import main
-from spacy_clinchunk.export.vectorstores import load_nlp
+from spacy_clinchunk.pipeline import load_pipeline as load_nlp
 from spacy_clinchunk.export.records import (
     RECORD_FIELDS,
     RECORD_FORMATS,
@@ -258,7 +258,7 @@ def test_records_read_only_what_the_pipeline_sets_and_lose_nothing(flagship_docs
     it equal the records that read every field, and an undeclared component reads them all."""
     from spacy.language import Language
 
-    from spacy_clinchunk.export.records import fields_written
+    from spacy_clinchunk.pipeline.resolve import record_fields as fields_written
 
     assert fields_written(nlp) == {"assertion", "assertion_cues", "assertion_statuses", "section"}
     flagship = load_nlp("assertion")

@@ -318,7 +318,7 @@ def _kind(page, span):
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_focus_spans_inside_their_chunks_and_window_context_in_the_panel(tmp_path):
     playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    from spacy_clinchunk.export.vectorstores import load_nlp
+    from spacy_clinchunk.pipeline import load_pipeline as load_nlp
 
     focus_doc = load_nlp("retrieval")(NOTE.read_text(encoding="utf-8"))
     chunks, focus = list(focus_doc.spans["clin_chunks"]), list(focus_doc.spans["clin_focus"])

@@ -7,9 +7,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
 from .. import attrs
 from . import CLIError
 from .output import PendingOutput
-from .source import add_encoding_argument, add_source_arguments, encoding_of, parse_overrides, pick_source, resolve
-
-DEFAULT_STRATEGY = "default"
+from .source import add_encoding_argument, add_source_arguments, encoding_of, pipeline_spec, resolve
 # CLI flag -> component setting; applied to every stage that has the setting
 STAGE_FLAGS = {
     "window_size": "window_size",
@@ -106,27 +104,17 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
         raise CLIError(f"--index goes with --format {' | '.join(RECORD_FORMATS)}, not {args.format}")
     files = _input_files(args.paths)
     args.encoding = encoding_of(args)
-    asked = args.spans_key
-    resolved = resolve(args, extra, DEFAULT_STRATEGY, stage_overrides(args))
-    nlp = resolved.nlp
-    if asked is not None and resolved.spans_keys and asked not in resolved.spans_keys:
-        raise CLIError(f"--spans-key '{asked}': the pipeline writes no such group (it writes {', '.join(resolved.spans_keys)})")
-    from ..corpus.spec import prepare
-    from ..export.records import fields_written
-    from .table import focus_key_of
-
-    prepare(nlp, args.max_length)
-    focus_key = focus_key_of(nlp, args.spans_key)
-    fields = fields_written(nlp)  # records read only what the components set
+    resolved = resolve(pipeline_spec(args, extra, stage_settings=stage_overrides(args)))
+    nlp, spans_key, focus_key, fields = resolved.nlp, resolved.chunks_key, resolved.focus_key, resolved.fields
     if args.index == "focus" and focus_key is None:
-        raise CLIError(f"--index focus needs clin_focus on the chunks of '{args.spans_key}'; this pipeline has none")
+        raise CLIError(f"--index focus needs clin_focus on the chunks of '{spans_key}'; this pipeline has none")
     output = PendingOutput(args.output, _file_mode(args), as_path=args.format in ("parquet", "hf"))
     counts = {"read": 0, "failed": 0, "written": 0}
     usages: List[Dict[str, Any]] = []  # Doc._.clin_llm_usage of clin_llm_context, summed at the end
     try:
         sink = _record_sink(args, output)
         try:
-            _chunk_files(args, nlp, files, sink, output.stream, focus_key, fields, counts, usages)
+            _chunk_files(args, nlp, files, sink, output.stream, spans_key, focus_key, fields, counts, usages)
         finally:
             if sink is not None:
                 sink.close()
@@ -148,7 +136,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     return 0
 
 
-def _chunk_files(args, nlp, files, sink, out, focus_key, fields, counts, usages) -> None:
+def _chunk_files(args, nlp, files, sink, out, spans_key, focus_key, fields, counts, usages) -> None:
     """Chunk every input document and write it; ``counts`` and ``usages`` tell what happened.
     Ids are unique over the whole run: a repeated one (two JSONL files that both hold id
     ``x``) becomes ``x#1``, as in every export (:class:`DocumentIds`)."""
@@ -163,14 +151,14 @@ def _chunk_files(args, nlp, files, sink, out, focus_key, fields, counts, usages)
             counts["failed"] += 1
             print(f"error: {item.id}: {error}", file=sys.stderr)
             continue
-        if args.spans_key not in doc.spans:  # a pipeline that declares no groups (a host's own components)
+        if spans_key not in doc.spans:  # a pipeline that declares no groups (a host's own components)
             present = ", ".join(sorted(doc.spans.keys())) or "none"
-            raise CLIError(f"--spans-key '{args.spans_key}': the pipeline wrote no such group (it wrote: {present})")
+            raise CLIError(f"--spans-key '{spans_key}': the pipeline wrote no such group (it wrote: {present})")
         doc_id = ids.take(doc, item.id)
         if sink is not None:
-            _write_records(sink, doc, doc_id, args.spans_key, args.index or "chunks", focus_key, fields)
+            _write_records(sink, doc, doc_id, spans_key, args.index or "chunks", focus_key, fields)
         else:
-            write_doc(out, args.format, doc_id, doc, args.spans_key, focus_key, fields)
+            write_doc(out, args.format, doc_id, doc, spans_key, focus_key, fields)
         counts["written"] += 1
         if doc.has_extension("clin_llm_usage") and doc._.clin_llm_usage:
             usages.append(doc._.clin_llm_usage)
@@ -239,8 +227,8 @@ def process(
     nlp, files: Iterable[Any], batch_size: int, encoding: str = "utf-8"
 ) -> Iterator[Tuple[Any, Any, Optional[str]]]:
     """Yield ``(item, doc, error)`` with the corpus runs' own processing and error handling."""
-    from ..corpus.processing import process_items
     from ..corpus.inputs import read_file
+    from ..pipeline import process_items
 
     docs = (doc for file in files for doc in read_file(file, encoding))
     yield from process_items(nlp, docs, batch_size=batch_size)
@@ -284,7 +272,6 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     options = CorpusOptions(
         batch_size=args.batch_size,
         fmt=args.format or "jsonl",
-        spans_key=args.spans_key,
         shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
         split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES,
         resume=not args.no_resume,
@@ -298,16 +285,11 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     bar = ShardProgress(enabled=not args.no_progress and sys.stderr.isatty())
     try:
         result = run_corpus(
-            pick_source(args, DEFAULT_STRATEGY),
+            pipeline_spec(args, extra, stage_settings=stage_overrides(args)),
             args.paths,
             args.output,
             engine=args.engine,
             workers=workers,
-            overrides=parse_overrides(extra),
-            lang=args.lang,
-            stage_settings=stage_overrides(args),
-            code=args.code,
-            max_length=args.max_length,
             options=options,
             ray=ray,
             on_progress=bar.update,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from . import CLIError
-from .source import add_source_arguments, resolve
+from .source import add_source_arguments, pipeline_spec, resolve
 from .reading import add_reading_arguments, policy_of, report_notes, say
 
 COLUMNS = (
@@ -54,14 +54,15 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     for folder in args.data:
         if not Path(folder).exists():
             raise CLIError(f"no such directory: {folder}")
-    nlp = resolve(args, extra, None).nlp
+    resolved = resolve(pipeline_spec(args, extra, None))
+    nlp, spans_key = resolved.nlp, resolved.chunks_key
     results: Dict[str, Dict[str, Any]] = {}
     errors = 0
     for folder in args.data:
         name = _corpus_name(folder, results)
         try:
             metrics, files = evaluate_files(
-                nlp, folder, args.pattern, args.spans_key, args.limit, None, args.format, args.unlocated, args.snippet_mismatch
+                nlp, folder, args.pattern, spans_key, args.limit, None, args.format, args.unlocated, args.snippet_mismatch
             )
         except AnnotationError as err:
             raise CLIError(str(err)) from err
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
         )
     print(format_table(results))
     if args.output:
-        report = {"config": str(args.config or args.strategy), "spans_key": args.spans_key, "corpora": results}
+        report = {"config": str(args.config or args.strategy), "spans_key": spans_key, "corpora": results}
         try:
             Path(args.output).parent.mkdir(parents=True, exist_ok=True)
             Path(args.output).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

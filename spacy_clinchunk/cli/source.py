@@ -1,11 +1,14 @@
-"""The pipeline a command runs: ``--config`` / ``--strategy`` / ``--lang`` / ``--spans-key`` and
-spaCy-style ``--section.key value`` overrides, turned into a pipeline by the one resolver."""
+"""The pipeline a command runs: ``--config`` / ``--strategy`` / ``--lang`` / ``--spans-key`` /
+``--code`` and spaCy-style ``--section.key value`` overrides, built once into a
+:class:`~spacy_clinchunk.pipeline.PipelineSpec` and turned into a pipeline by the one resolver."""
 import argparse
 import json
-from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from . import CLIError
+
+# the strategy every command runs when given neither --config nor --strategy
+DEFAULT_STRATEGY = "default"
 
 
 def add_source_arguments(parser: argparse.ArgumentParser, strategy_help: str, spans_key_help: str) -> None:
@@ -41,18 +44,6 @@ def encoding_of(args: argparse.Namespace) -> str:
         raise CLIError(f"--encoding {args.encoding!r} is no known text encoding (e.g. utf-8, latin-1, cp1252)") from err
 
 
-def import_code(path: Optional[str]) -> None:
-    """Import ``--code`` (spaCy's option of that name) once; any failure is one line."""
-    from ..corpus.spec import CorpusError, import_code as import_file
-
-    try:
-        import_file(path)
-    except CorpusError as err:
-        raise CLIError(str(err)) from err
-    except Exception as err:  # the user's file: a syntax error, a missing import ...
-        raise CLIError(f"cannot import --code {path}: {type(err).__name__}: {err}") from err
-
-
 def parse_overrides(extra: List[str]) -> Dict[str, Any]:
     """``--a.b value`` / ``--a.b=value`` / ``--a.b`` (true) into ``{"a.b": value}``.
 
@@ -81,38 +72,41 @@ def _value(text: str) -> Any:
         return text
 
 
-def pick_source(args: argparse.Namespace, default_strategy: Optional[str]) -> Path:
-    """What ``--config`` or ``--strategy`` (else ``default_strategy``) names, as a path."""
-    from ..pipeline import PipelineError, strategy_config
+def pipeline_spec(
+    args: argparse.Namespace,
+    extra: List[str],
+    default_strategy: Optional[str] = DEFAULT_STRATEGY,
+    stage_settings: Optional[Dict[str, Any]] = None,
+):
+    """The :class:`~spacy_clinchunk.pipeline.PipelineSpec` of a command, built once from its
+    options: ``--config`` or ``--strategy`` (else ``default_strategy``), the ``--section.key``
+    overrides, ``--lang``, ``--code``, ``--max-length`` and ``--spans-key``."""
+    from ..pipeline import PipelineSpec
 
     if args.config and args.strategy:
         raise CLIError("give --config or --strategy, not both")
-    if args.config:
-        return Path(args.config)
-    if not (args.strategy or default_strategy):
+    source = args.config or args.strategy or default_strategy
+    if not source:
         raise CLIError("give --config FILE (or --strategy NAME)")
-    try:
-        return strategy_config(args.strategy or default_strategy)
-    except PipelineError as err:
-        raise CLIError(str(err)) from err
+    return PipelineSpec.of(
+        source,
+        overrides=parse_overrides(extra),
+        lang=args.lang,
+        stage_settings=stage_settings or None,
+        code=getattr(args, "code", None),
+        max_length=getattr(args, "max_length", None),
+        spans_key=args.spans_key,
+    )
 
 
-def resolve(
-    args: argparse.Namespace,
-    extra: List[str],
-    default_strategy: Optional[str],
-    stage_settings: Optional[Dict[str, Any]] = None,
-):
-    """The :class:`~spacy_clinchunk.pipeline.ResolvedPipeline` of :func:`pick_source`;
-    ``args.spans_key`` becomes the pipeline's chunks group unless it was given."""
+def resolve(spec):
+    """The :class:`~spacy_clinchunk.pipeline.ResolvedPipeline` of ``spec``; errors are one line."""
     from ..pipeline import PipelineError, resolve_pipeline
 
-    import_code(getattr(args, "code", None))
-    source = pick_source(args, default_strategy)
-    overrides = parse_overrides(extra)
     try:
-        resolved = resolve_pipeline(source, overrides, lang=args.lang, stage_settings=stage_settings)
+        return resolve_pipeline(spec)
     except PipelineError as err:
-        raise CLIError(str(err)) from err
-    args.spans_key = args.spans_key or resolved.chunks_key
-    return resolved
+        message = str(err)
+        if spec.spans_key and message.startswith("spans key '"):
+            message = "--" + message.replace(" ", "-", 1)  # name the flag the user gave
+        raise CLIError(message) from err

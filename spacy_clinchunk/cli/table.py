@@ -14,18 +14,9 @@ INDENT = " " * 16
 _OWN = {"assertion", "assertion_cues", "assertion_statuses", "context", "enriched_text", "focus_ids", "focus_of", "chunk_id"}
 
 
-def focus_key_of(nlp: Any, spans_key: str) -> Optional[str]:
-    """The group of focus spans a component of ``nlp`` writes for the chunks of ``spans_key``."""
-    for _, pipe in nlp.pipeline:
-        key = getattr(pipe, "focus_key", None)
-        if isinstance(key, str) and key and getattr(pipe, "spans_key", None) == spans_key:
-            return key
-    return None
-
-
 def write_table(out: TextIO, doc_id: str, doc: Any, spans_key: str, focus_key: Optional[str], fields: Any = None) -> None:
     """One ``# id: N chunks`` header, then one line per chunk and its indented details
-    (``fields``: the record fields the pipeline sets, ``export.records.fields_written``)."""
+    (``fields``: the record fields the pipeline sets, ``ResolvedPipeline.fields``)."""
     from ..export.records import registered_extensions, span_attributes
 
     group = doc.spans[spans_key] if spans_key in doc.spans else None

@@ -5,9 +5,7 @@ from pathlib import Path
 from typing import Any, List
 
 from . import CLIError
-from .source import add_encoding_argument, add_source_arguments, encoding_of, resolve
-
-DEFAULT_STRATEGY = "assertion"
+from .source import add_encoding_argument, add_source_arguments, encoding_of, pipeline_spec, resolve
 
 
 def add_parser(subparsers: Any) -> None:
@@ -20,7 +18,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("note", help="a .txt file, or - for stdin")
     add_source_arguments(
         parser,
-        strategy_help="named pipeline instead of --config (default: assertion)",
+        strategy_help="named pipeline instead of --config (default: default, as for chunk)",
         spans_key_help="span group to show (default: the group the pipeline writes its chunks to)",
     )
     add_encoding_argument(parser)
@@ -36,9 +34,9 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
 
     if not args.output and not args.serve:
         raise CLIError("give --output FILE.html and/or --serve")
-    doc = _chunk_note(args, extra)
+    doc, chunks_key = _chunk_note(args, extra)
     try:
-        page = render_html(doc, args.spans_key, title=_title(args.note))
+        page = render_html(doc, chunks_key, title=_title(args.note))
     except RecordError as err:
         raise CLIError(str(err)) from err
     if args.output:
@@ -69,8 +67,8 @@ def _write_page(path: str, page: str) -> None:
 
 
 def _chunk_note(args: argparse.Namespace, extra: List[str]):
-    from ..attrs import register_extensions
     from ..corpus.inputs import read_file
+    from ..pipeline import make_doc
 
     items = list(read_file(args.note, encoding_of(args)))
     if len(items) != 1:
@@ -78,12 +76,12 @@ def _chunk_note(args: argparse.Namespace, extra: List[str]):
     item = items[0]
     if item.error is not None:
         raise CLIError(item.error)
-    nlp = resolve(args, extra, DEFAULT_STRATEGY).nlp
-    register_extensions()
-    doc = nlp.make_doc(item.text)
-    doc._.clin_doc_id = item.id
-    doc._.clin_source = item.source
-    return nlp(doc)
+    resolved = resolve(pipeline_spec(args, extra))
+    try:
+        doc = resolved.nlp(make_doc(resolved.nlp, item))
+    except ValueError as err:  # longer than max_length
+        raise CLIError(str(err)) from err
+    return doc, resolved.chunks_key
 
 
 def serve(page: bytes, port: int = 0) -> None:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from ..pipeline.process import InputDoc
+
 TEXT_SUFFIXES = {".txt", ".text"}
 JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 JSON_SUFFIXES = {".json"}
@@ -27,16 +29,6 @@ RECORD_SHAPE = "an object with a string 'text'"
 
 class InputError(ValueError):
     """An input path is missing or of an unsupported kind."""
-
-
-@dataclass
-class InputDoc:
-    """One document to process, or the reason it could not be read (``error``)."""
-
-    id: str
-    text: Optional[str]
-    source: str
-    error: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from ..pipeline import PipelineSpec, ResolvedPipeline
+from .errors import CorpusError
 from .output import OutputSpec
 from .shards import Shard
-from .spec import CorpusError, PipelineSpec
 from .worker import ShardWorker, limit_torch_threads, thread_env, watch_parent
 
 logger = logging.getLogger("spacy_clinchunk")
@@ -27,9 +28,11 @@ OnEntry = Callable[[str, Dict[str, Any]], None]
 MAX_ATTEMPTS = 2
 
 
-def run_in_driver(nlp, shards: Sequence[Shard], out: OutputSpec, batch_size: int, on_entry: OnEntry) -> Dict[str, Any]:
+def run_in_driver(
+    resolved: ResolvedPipeline, shards: Sequence[Shard], out: OutputSpec, batch_size: int, on_entry: OnEntry
+) -> Dict[str, Any]:
     """One worker: the driver's own pipeline processes every shard, no process started."""
-    worker = ShardWorker(None, out, batch_size, nlp=nlp)
+    worker = ShardWorker(resolved.spec, out, batch_size, resolved=resolved)
     with one_torch_thread():
         for shard in shards:
             on_entry(shard.name, worker.run(shard))

@@ -26,7 +26,7 @@ from .. import __version__
 from ..fileio import AtomicFile
 from ..export.ids import DocumentIds
 from .shards import Shard
-from .spec import CorpusError
+from .errors import CorpusError
 
 logger = logging.getLogger("spacy_clinchunk")
 
@@ -48,7 +48,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)
 def record_line(doc, doc_id: str, spans_key: str, fields=None) -> str:
     """One JSON line for one document: the single serialization of CLI and corpus records.
 
-    ``fields`` (``export.records.fields_written`` of the pipeline) limits the extension values read."""
+    ``fields`` (``ResolvedPipeline.fields``) limits the extension values read."""
     from ..export.records import RecordError, doc_to_record
 
     record = doc_to_record(doc, spans_key, doc_id=doc_id, fields=fields)
@@ -183,7 +183,7 @@ def write_atomic(path: Path, mode: int, write: Callable[[IO], None], binary: boo
 class ShardFiles:
     """A worker's output for one shard: records streamed in order, errors beside them."""
 
-    def __init__(self, out: OutputSpec, shard: Shard, fields=None) -> None:
+    def __init__(self, out: OutputSpec, shard: Shard, resolved) -> None:
         self.out = out
         self.shard = shard
         self.fingerprint = shard.fingerprint()
@@ -192,7 +192,7 @@ class ShardFiles:
         self.thread_cpu_started = time.thread_time()  # the thread that runs the shard
         writer = FORMAT_WRITERS[out.fmt]
         self.file = open_atomic(out.output_path(shard.name), out.file_mode, writer.binary)
-        self.writer = writer(self.file.handle, out.spans_key, fields)
+        self.writer = writer(self.file.handle, out.spans_key, resolved.fields)
         self.errors: List[Dict[str, Any]] = []
         self.docs = 0
         self.chunks = 0

@@ -13,9 +13,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
+from ..pipeline import PipelineSpec
+from .errors import CorpusError
 from .output import OutputSpec
 from .shards import Shard
-from .spec import CorpusError, PipelineSpec
 from .worker import ShardWorker
 
 logger = logging.getLogger("spacy_clinchunk")

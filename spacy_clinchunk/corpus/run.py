@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
+from ..pipeline import PipelineError, PipelineSpec, ResolvedPipeline, resolve_pipeline
+from .errors import CorpusError
 from .local import MAX_ATTEMPTS, run_in_driver, run_pool
 from .output import (
     DEFAULT_FILE_MODE,
@@ -19,7 +21,6 @@ from .output import (
 )
 from .ray_engine import RayOptions
 from .shards import DEFAULT_SHARD_SIZE, DEFAULT_SPLIT_BYTES, Shard, plan_shards
-from .spec import CorpusError, load_spec
 
 logger = logging.getLogger("spacy_clinchunk")
 
@@ -86,7 +87,7 @@ def make_options(options: Optional[CorpusOptions], settings: Dict[str, Any]) -> 
 
 
 def run_corpus(
-    config_or_path: Union[str, Path],
+    config_or_path: Union[str, Path, PipelineSpec],
     inputs: Union[str, Path, Sequence[Union[str, Path]]],
     output_dir: Union[str, Path],
     engine: str = "local",
@@ -104,8 +105,9 @@ def run_corpus(
 ) -> CorpusRun:
     """Chunk a corpus into ``output_dir``: one output shard per input shard, plus a manifest.
 
-    ``config_or_path``: a ``.cfg`` file, a saved pipeline directory or a strategy name; the
-    pipeline settings (``overrides`` ... ``max_length``) are those of ``load_pipeline``.
+    ``config_or_path``: a ``.cfg`` file, a saved pipeline directory, a strategy name or a
+    :class:`~spacy_clinchunk.pipeline.PipelineSpec`; the pipeline settings (``overrides`` ...
+    ``max_length``) are those of the spec. Every worker resolves the same (pinned) spec.
     ``engine="local"`` runs ``workers`` spawned processes (one: the calling process);
     ``engine="ray"`` runs ``workers`` Ray actors set up by ``ray`` (:class:`RayOptions`).
     Fields of :class:`CorpusOptions` may be given as keywords (``fmt="docbin"``).
@@ -121,14 +123,18 @@ def run_corpus(
     for shard in shards:
         shard.encoding = opts.encoding
     loading = time.time()
-    nlp, spec, config_hash = load_spec(config_or_path, overrides, lang, stage_settings, code, max_length)
+    if not isinstance(config_or_path, (str, Path, PipelineSpec)):
+        raise CorpusError("a corpus run needs a config file, a saved pipeline or a strategy name: each worker loads its own")
+    spec = PipelineSpec.of(
+        config_or_path, overrides=overrides, lang=lang, stage_settings=stage_settings, code=code,
+        max_length=max_length, spans_key=opts.spans_key,
+    )
+    resolved = resolve_for_corpus(spec)
     load_seconds = round(time.time() - loading, 3)
-    spans_key = opts.spans_key or spec.chunks_key
-    _check_spans_key(nlp, spans_key)
-    out = OutputSpec(str(Path(output_dir).resolve()), opts.fmt, spans_key, config_hash, opts.file_mode)
+    out = OutputSpec(str(Path(output_dir).resolve()), opts.fmt, resolved.chunks_key, resolved.config_hash, opts.file_mode)
     with OutputLock(out.path, opts.file_mode):
         remove_leftovers(out.path)
-        output = CorpusOutput(out, spec.source)
+        output = CorpusOutput(out, resolved.spec.source)
         todo = [s for s in shards if not (opts.resume and output.is_finished(s))]
         skipped = [s.name for s in shards if s not in todo]
         logger.info("corpus: %d shards, %d to process, %d already done", len(shards), len(todo), len(skipped))
@@ -144,7 +150,7 @@ def run_corpus(
 
         if on_progress is not None:
             on_progress(Progress(counts["shards"], len(shards), 0, 0))
-        stats = _dispatch(engine, nlp, spec, schedule(todo), out, int(workers), opts, ray or RayOptions(), on_entry)
+        stats = _dispatch(engine, resolved, schedule(todo), out, int(workers), opts, ray or RayOptions(), on_entry)
         seconds = time.time() - started
         run = {
             "engine": engine,
@@ -180,13 +186,19 @@ def run_corpus(
     )
 
 
-def _check_spans_key(nlp, spans_key: str) -> None:
-    """A group the pipeline does not write would give shards of empty documents: refuse it."""
-    from ..pipeline import span_keys_of
+def resolve_for_corpus(spec: PipelineSpec) -> ResolvedPipeline:
+    """The driver resolves the spec once, so a bad config (or a chunks group the pipeline does
+    not write) fails before any worker starts; the workers get the spec pinned (absolute paths,
+    the config text as read here) and resolve it the same way."""
+    from dataclasses import replace as replace_field
 
-    written, _ = span_keys_of(nlp)
-    if written and spans_key not in written:
-        raise CorpusError(f"spans key '{spans_key}': the pipeline writes no such group (it writes {', '.join(written)})")
+    try:
+        resolved = resolve_pipeline(spec)
+        return replace_field(resolved, spec=resolved.spec.pinned())
+    except PipelineError as err:
+        raise CorpusError(str(err)) from err
+    except OSError as err:
+        raise CorpusError(f"cannot read {spec.source}: {err.strerror or err}") from err
 
 
 def schedule(shards: Sequence[Shard]) -> List[Shard]:
@@ -194,13 +206,13 @@ def schedule(shards: Sequence[Shard]) -> List[Shard]:
     return sorted(shards, key=lambda s: -s.size())
 
 
-def _dispatch(engine, nlp, spec, shards, out, workers, opts, ray_options, on_entry) -> Dict[str, Any]:
+def _dispatch(engine, resolved, shards, out, workers, opts, ray_options, on_entry) -> Dict[str, Any]:
     if not shards:
         return {}
     if engine == "ray":
         from .ray_engine import run_ray
 
-        return run_ray(spec, shards, out, workers, opts.batch_size, ray_options, on_entry)
+        return run_ray(resolved.spec, shards, out, workers, opts.batch_size, ray_options, on_entry)
     if workers == 1:
-        return run_in_driver(nlp, shards, out, opts.batch_size, on_entry)
-    return run_pool(spec, shards, out, workers, opts.batch_size, on_entry)
+        return run_in_driver(resolved, shards, out, opts.batch_size, on_entry)
+    return run_pool(resolved.spec, shards, out, workers, opts.batch_size, on_entry)

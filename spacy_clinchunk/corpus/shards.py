@@ -24,7 +24,7 @@ from .inputs import (
     read_file,
     read_jsonl_lines,
 )
-from .spec import CorpusError
+from .errors import CorpusError
 
 DEFAULT_SHARD_SIZE = 1000
 DEFAULT_SPLIT_BYTES = 8 * 1024 * 1024

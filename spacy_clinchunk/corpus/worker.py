@@ -11,10 +11,9 @@ import threading
 import time
 from typing import Any, Dict, Optional
 
+from ..pipeline import PipelineSpec, ResolvedPipeline, process_items, resolve_pipeline
 from .output import OutputSpec, ShardFiles
-from .processing import process_items
 from .shards import Shard, read_shard
-from .spec import PipelineSpec
 
 # environment of worker processes, so that no numeric library spreads over all cores
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -42,17 +41,18 @@ def max_rss_mb() -> float:
 class ShardWorker:
     """A loaded pipeline plus the output settings; :meth:`run` processes one shard."""
 
-    def __init__(self, spec: Optional[PipelineSpec], out: OutputSpec, batch_size: int = 64, threads: int = 1, nlp=None) -> None:
+    def __init__(
+        self, spec: Optional[PipelineSpec], out: OutputSpec, batch_size: int = 64, threads: int = 1,
+        resolved: Optional[ResolvedPipeline] = None,
+    ) -> None:
         started = time.time()
-        if nlp is None:
+        if resolved is None:  # a worker of its own: the same spec through the same resolver
             for name, value in thread_env(threads).items():
                 os.environ.setdefault(name, value)
-            nlp = spec.load()
+            resolved = resolve_pipeline(spec)
             limit_torch_threads(threads)
-        from ..export.records import fields_written
-
-        self.nlp = nlp
-        self.fields = fields_written(nlp)  # records read only what the components set
+        self.nlp = resolved.nlp
+        self.resolved = resolved
         self.out = out
         self.batch_size = batch_size
         self.startup_seconds = round(time.time() - started, 3)
@@ -63,7 +63,7 @@ class ShardWorker:
 
     def run(self, shard: Shard) -> Dict[str, Any]:
         """Process one shard into its files; the manifest entry (with who did it) comes back."""
-        files = ShardFiles(self.out, shard, self.fields)
+        files = ShardFiles(self.out, shard, self.resolved)
         try:
             for item, doc, error in process_items(self.nlp, read_shard(shard), batch_size=self.batch_size):
                 files.add(item.id, item.source, doc, error)

@@ -14,7 +14,6 @@ _VECTORSTORES = (
     "to_records",
     "vector_metadata",
     "adapter_metadata",
-    "load_nlp",
     "chunk_texts_with_ids",
     "default_embedder",
     "to_chroma",

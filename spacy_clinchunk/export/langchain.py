@@ -47,7 +47,7 @@ class ClinChunkTextSplitter(TextSplitter):
         spans_key: Optional[str] = None,
         batch_size: int = 32,
         index: str = "chunks",
-        focus_key: str = attrs.FOCUS_KEY,
+        focus_key: Optional[str] = None,
         page_content: str = "enriched",
         dedupe: bool = False,
         **kwargs: Any,
@@ -56,10 +56,10 @@ class ClinChunkTextSplitter(TextSplitter):
             raise ValueError(f"page_content must be one of {', '.join(PAGE_CONTENT)}, not {page_content!r}")
         kwargs.setdefault("chunk_overlap", 0)
         super().__init__(**kwargs)
-        self.nlp, self.spans_key = resolve_chunks(pipeline, spans_key)
+        self.resolved = resolve_chunks(pipeline, spans_key, focus_key)
+        self.nlp, self.spans_key, self.focus_key = self.resolved.nlp, self.resolved.chunks_key, self.resolved.focus_key
         self.batch_size = batch_size
         self.index = index
-        self.focus_key = focus_key
         self.page_content = page_content
         self.dedupe = dedupe
 
@@ -98,9 +98,7 @@ class ClinChunkTextSplitter(TextSplitter):
         return out
 
     def _records(self, items: List[Any]):
-        return chunk_texts_with_ids(
-            self.nlp, items, self.spans_key, self.batch_size, self.index, self.focus_key, dedupe=self.dedupe
-        )
+        return chunk_texts_with_ids(self.resolved, items, self.batch_size, self.index, dedupe=self.dedupe)
 
 
 class ClinChunkEmbeddings(Embeddings):

@@ -46,13 +46,14 @@ class ClinChunkNodeParser(NodeParser):
     spans_key: Optional[str] = None
     batch_size: int = 32
     index: str = "chunks"
-    focus_key: str = attrs.FOCUS_KEY
+    focus_key: Optional[str] = None
     dedupe: bool = False
-    _nlp: Any = PrivateAttr()
+    _resolved: Any = PrivateAttr()
 
     def __init__(self, pipeline: Any = "assertion", **kwargs: Any):
         super().__init__(**kwargs)
-        self._nlp, self.spans_key = resolve_chunks(pipeline, self.spans_key)
+        self._resolved = resolve_chunks(pipeline, self.spans_key, self.focus_key)
+        self.spans_key, self.focus_key = self._resolved.chunks_key, self._resolved.focus_key
 
     @classmethod
     def class_name(cls) -> str:
@@ -61,9 +62,8 @@ class ClinChunkNodeParser(NodeParser):
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> List[BaseNode]:
         items = [(n.get_content(), _doc_id(n.metadata), n.metadata.get("file_path") or n.metadata.get("source")) for n in nodes]
         out: List[BaseNode] = []
-        for node, records in zip(nodes, chunk_texts_with_ids(
-            self._nlp, items, self.spans_key, self.batch_size, self.index, self.focus_key, dedupe=self.dedupe
-        )):
+        records_per_node = chunk_texts_with_ids(self._resolved, items, self.batch_size, self.index, dedupe=self.dedupe)
+        for node, records in zip(nodes, records_per_node):
             for record in records:
                 out.append(
                     TextNode(

@@ -63,25 +63,10 @@ class RecordError(ValueError):
 Fields = Optional[FrozenSet[str]]
 
 
-def fields_written(nlp: Any) -> Fields:
-    """The record fields the components of ``nlp`` declare they set on spans (``span._.clin_<field>``
-    in the ``assigns`` of their factory), or ``None`` when a component declares nothing at all
-    (then every field is read). Records of that pipeline's docs read only these: reading an
-    extension costs as much as the rest of a record."""
-    fields = set()
-    prefix = "span._." + attrs.PREFIX
-    for name in nlp.pipe_names:
-        assigns = nlp.get_pipe_meta(name).assigns
-        if not assigns:
-            return None
-        fields.update(item[len(prefix) :] for item in assigns if item.startswith(prefix))
-    return frozenset(fields)
-
-
 def registered_extensions(group: Any = None, skip: Iterable[str] = (), fields: Fields = None) -> List[Tuple[str, str, Any]]:
     """(field, attribute, default) of the span extensions registered now for the spans of
     ``group`` (its own attribute names, :func:`attrs.field_names`), less ``skip``; only
-    ``fields`` when given (:func:`fields_written`)."""
+    ``fields`` when given (``ResolvedPipeline.fields``)."""
     skipped = set(skip)
     names = attrs.field_names(group)
     return [
@@ -123,7 +108,7 @@ def chunk_records(
     Values the pipeline did not set are ``None`` (``assertion_cues``, ``focus``: ``[]``); nothing
     is dropped. ``focus`` lists the chunk's spans of ``doc.spans[focus_key]`` (its
     ``clin_focus_ids``). With ``index="focus"`` the records are those focus spans, each with
-    ``parent_id``, the id of its chunk. ``fields`` (:func:`fields_written` of the pipeline)
+    ``parent_id``, the id of its chunk. ``fields`` (``ResolvedPipeline.fields`` of the pipeline)
     limits the extension values read to those its components set; ``doc_id`` replaces the
     document's own id (:class:`DocumentIds`).
     """
@@ -195,6 +180,14 @@ def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_link
             }
         )
     return records
+
+
+def records_of(doc: Doc, resolved: Any, *, index: str = "chunks", doc_id: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The records of one document of a resolved pipeline: its chunks (``index="chunks"``) or
+    their focus spans (``index="focus"``), in the groups and with the fields the
+    :class:`~spacy_clinchunk.pipeline.ResolvedPipeline` answers."""
+    focus_key = resolved.focus_key or attrs.FOCUS_KEY
+    return chunk_records(doc, resolved.chunks_key, index=index, focus_key=focus_key, fields=resolved.fields, doc_id=doc_id)
 
 
 def iter_records(

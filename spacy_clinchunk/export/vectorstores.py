@@ -18,7 +18,7 @@ from spacy.tokens import Doc
 
 from .. import attrs
 from .ids import DocumentIds
-from .records import RecordError, chunk_records, default_chunks_key, iter_records
+from .records import RecordError, chunk_records, default_chunks_key, iter_records, records_of
 
 # the value stored for a chunk nobody assessed (vector stores refuse None)
 NO_ASSERTION = "unassessed"
@@ -96,42 +96,36 @@ def adapter_metadata(record: Dict[str, Any], source: Optional[Dict[str, Any]] = 
     return merged
 
 
-def load_nlp(pipeline: Any) -> Any:
-    """An ``nlp`` from a ``Language``, a config / saved pipeline path or a strategy name
-    (:func:`~spacy_clinchunk.pipeline.resolve_pipeline`)."""
-    return resolve_chunks(pipeline)[0]
+def resolve_chunks(pipeline: Any, spans_key: Optional[str] = None, focus_key: Optional[str] = None) -> Any:
+    """The :class:`~spacy_clinchunk.pipeline.ResolvedPipeline` of ``pipeline`` (a ``Language``, a
+    config / saved pipeline path, a strategy name or a ``PipelineSpec``), read as writing its chunks
+    to ``spans_key`` (default: the group the resolver reads from the loaded pipeline) and its
+    focus spans to ``focus_key`` (default: the focus group paired with those chunks)."""
+    from dataclasses import replace
 
-
-def resolve_chunks(pipeline: Any, spans_key: Optional[str] = None) -> Tuple[Any, str]:
-    """``(nlp, spans_key)``: the pipeline of :func:`load_nlp` and ``spans_key``, or when none
-    is given the group its chunks are in, as the resolver reads it from the loaded pipeline."""
     from ..pipeline import resolve_pipeline
 
-    resolved = resolve_pipeline(pipeline)
-    return resolved.nlp, spans_key or resolved.chunks_key
+    resolved = resolve_pipeline(pipeline).with_chunks(spans_key)
+    return replace(resolved, focus_key=focus_key) if focus_key else resolved
 
 
 def chunk_texts_with_ids(
-    nlp: Any, items: Iterable[Any], spans_key: str, batch_size: int = 32, index: str = "chunks",
-    focus_key: str = attrs.FOCUS_KEY, dedupe: bool = False,
+    resolved: Any, items: Iterable[Any], batch_size: int = 32, index: str = "chunks", dedupe: bool = False,
 ) -> Iterable[List[Dict[str, Any]]]:
     """Records per ``(text, doc_id, source)`` item, in order (the adapters' one path): of the
-    chunks, or of their focus spans (``index="focus"``). Ids are unique over the call
-    (:class:`~spacy_clinchunk.export.ids.DocumentIds`); ``dedupe=True`` gives ``[]`` for a
-    repeated item with the same id and text."""
-    attrs.register_extensions()
+    chunks, or of their focus spans (``index="focus"``). Documents go through
+    :func:`~spacy_clinchunk.pipeline.process_items` (``max_length`` checked; a component's error
+    propagates). Ids are unique over the call (:class:`~spacy_clinchunk.export.ids.DocumentIds`);
+    ``dedupe=True`` gives ``[]`` for a repeated item with the same id and text."""
+    from ..pipeline import InputDoc, process_items
+
     ids = DocumentIds(dedupe)
-
-    def docs() -> Iterable[Doc]:
-        for text, doc_id, source in items:
-            doc = nlp.make_doc(text)
-            doc._.clin_doc_id = doc_id
-            doc._.clin_source = source
-            yield doc
-
-    for doc in nlp.pipe(docs(), batch_size=batch_size):
+    inputs = (InputDoc(doc_id, text, source) for text, doc_id, source in items)
+    for item, doc, error in process_items(resolved.nlp, inputs, batch_size, handle_errors=False):
+        if error is not None:
+            raise RecordError(f"document {item.id}: {error}")
         doc_id = ids.take(doc)
-        yield [] if doc_id is None else chunk_records(doc, spans_key, index=index, focus_key=focus_key, doc_id=doc_id)
+        yield [] if doc_id is None else records_of(doc, resolved, index=index, doc_id=doc_id)
 
 
 def default_embedder() -> Any:

@@ -1,17 +1,30 @@
-"""Per-document processing and error handling, shared by corpus workers and the CLI.
+"""Documents through a pipeline: one place for ids, sources, ``max_length`` and errors.
 
-One failing document never stops a batch: unreadable inputs, notes longer than
-``nlp.max_length`` and component errors each become an error for that document.
+:func:`make_doc` turns an :class:`InputDoc` into a tokenized doc carrying its id and source
+(or a clear length error); :func:`process_items` runs many through ``nlp.pipe`` so that one
+failing document never stops a batch. The CLI, corpus workers and the export adapters all
+process documents here.
 """
+from __future__ import annotations
+
 from collections import deque
+from dataclasses import dataclass
 from typing import Any, Deque, Dict, Iterable, Iterator, Optional, Tuple
 
-from .inputs import InputDoc
-
-# doc.user_data key where the corpus error handler records a component's failure
+# doc.user_data key where the error handler records a component's failure
 ERROR_MARK = "clinchunk_error"
 
 _last_error: Dict[str, str] = {}
+
+
+@dataclass
+class InputDoc:
+    """One document to process, or the reason it could not be read (``error``)."""
+
+    id: str
+    text: Optional[str]
+    source: str
+    error: Optional[str] = None
 
 
 def record_component_error(proc_name, proc, docs, err) -> None:
@@ -40,13 +53,18 @@ def make_doc(nlp, item: InputDoc):
     return doc
 
 
-def process_items(nlp, items: Iterable[InputDoc], batch_size: int = 64) -> Iterator[Tuple[InputDoc, Any, Optional[str]]]:
+def process_items(
+    nlp, items: Iterable[InputDoc], batch_size: int = 64, handle_errors: bool = True
+) -> Iterator[Tuple[InputDoc, Any, Optional[str]]]:
     """Yield ``(item, doc, error)`` in input order; exactly one of ``doc`` and ``error`` is set.
 
     Items that arrive with an ``error`` (unreadable input) or whose :func:`make_doc` fails
-    are reported without entering the pipeline. A doc a component drops is rerun alone to
-    recover the error message.
+    are reported without entering the pipeline. With ``handle_errors`` a component's error
+    becomes that document's error (the pipeline's error handler is set here) and a doc a
+    component drops is rerun alone to recover the message; without it, it propagates.
     """
+    if handle_errors:
+        nlp.set_error_handler(record_component_error)
     pending: Deque[Tuple[int, InputDoc, Optional[str]]] = deque()
 
     def feed() -> Iterator[Tuple[Any, int]]:
