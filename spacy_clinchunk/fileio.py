@@ -20,6 +20,7 @@ Atomic writes are safe: atomic, owner-only when new, through symlinks, no temp l
 import os
 import re
 import secrets
+import shutil
 import stat
 import warnings
 from pathlib import Path
@@ -132,6 +133,18 @@ def open_private(path: Union[str, Path], mode: str = "w") -> IO[Any]:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_MODE)
     os.chmod(path, PRIVATE_MODE)  # an existing file keeps its old mode otherwise
     return os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+
+
+def remove_path(path: Union[str, Path]) -> None:
+    """Remove a file or a folder tree (a temporary output); a missing one is no error."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def make_private(root: Union[str, Path]) -> None:

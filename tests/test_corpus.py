@@ -457,3 +457,45 @@ def test_corpus_ids_stay_unique_for_suffix_twins_and_ids_repeated_in_a_file(tmp_
     assert ids == ["a.text", "a.txt", "x", "x#1"]
     run_corpus("punct_conj_cleaned", [str(notes)], tmp_path / "again")
     assert sorted(read_output(tmp_path / "again")) == ids
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "docbin", "records", "parquet", "hf"])
+def test_a_corpus_run_writes_every_format_the_cli_writes(tmp_path, fmt):
+    """One writer registry: the shard a corpus run writes holds what ``chunk --format F -o``
+    writes for the same note (the CLI's one file), for every format of the CLI but the table."""
+    note = tmp_path / "in" / "note.txt"
+    note.parent.mkdir()
+    note.write_text("HISTORY:\nShe denies fever or chills. Mild cough for three days.\n", encoding="utf-8")
+    single = tmp_path / f"single.{fmt}"
+    index = ["--index", "focus"] if fmt in ("records", "parquet", "hf") else []
+    args = ["chunk", str(note), "--strategy", "retrieval", "--format", fmt, "-o", str(single), *index]
+    assert cli_main(args) == 0
+    out = tmp_path / "out"
+    corpus_args = ["chunk", str(note.parent), "--strategy", "retrieval", "--format", fmt, "-o", str(out)]
+    assert cli_main([*corpus_args, "--engine", "local", "--no-progress", *index]) == 0
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    (entry,) = manifest["shards"].values()
+    shard = out / entry["output"]
+    assert entry["format"] == fmt and entry["docs"] == 1 and entry["chunks"] > 0
+    assert entry.get("index") == ("focus" if index else None)
+    assert _format_content(shard, fmt) == _format_content(single, fmt)
+    if fmt != "hf":
+        assert stat.S_IMODE(shard.stat().st_mode) == 0o600  # note text: owner-only
+
+
+def _format_content(path, fmt):
+    if fmt in ("jsonl", "records"):
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    if fmt == "docbin":
+        import spacy
+        from spacy.tokens import DocBin
+
+        docs = DocBin().from_bytes(path.read_bytes()).get_docs(spacy.blank("en").vocab)
+        return [[(s.start_char, s.end_char, key) for key in doc.spans for s in doc.spans[key]] for doc in docs]
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    from datasets import load_from_disk
+
+    return load_from_disk(str(path)).to_list()

@@ -1,10 +1,10 @@
-"""to_records and to_chroma: seed-shaped records, real MiniLM embeddings, embedded Chroma, any span group."""
+"""Chunk records of clin_llm_context windows and to_chroma: real MiniLM embeddings, embedded Chroma, any span group."""
 import pytest
 import spacy
 
 import spacy_clinchunk
 from spacy_clinchunk.attrs import register_extensions
-from spacy_clinchunk.export.vectorstores import NO_ASSERTION, adapter_metadata, to_chroma, to_records, vector_metadata
+from spacy_clinchunk.export.vectorstores import NO_ASSERTION, adapter_metadata, to_chroma, vector_metadata
 from spacy_clinchunk.export.records import RecordError, chunk_records
 
 NOTES = {
@@ -38,17 +38,20 @@ def docs():
     return out
 
 
-def test_to_records_has_the_seed_fields(docs):
-    records = spacy_clinchunk.to_records(docs[0])
-    assert records and records == to_records(docs[0])
+def rag_records(doc):
+    return chunk_records(doc, "clin_rag_chunks")
+
+
+def test_window_records_carry_context_and_offsets(docs):
+    """The one record model holds what 0.1's seed-shaped ``to_records`` held (its shape is gone)."""
+    records = rag_records(docs[0])
     text = NOTES["note_a"]
-    for i, record in enumerate(records):
-        assert set(record) == {"id", "original_text", "context", "enriched_text", "start_offset", "end_offset", "token_count"}
-        assert record["id"] == f"note_a:{record['start_offset']}-{record['end_offset']}"  # stable record id
-        assert record["original_text"] == text[record["start_offset"] : record["end_offset"]]
-        assert record["enriched_text"] == f"{record['context']}\n\n{record['original_text']}"
+    for record in records:
+        assert record["id"] == f"note_a:{record['start']}-{record['end']}"  # stable record id
+        assert record["text"] == text[record["start"] : record["end"]]
+        assert record["enriched_text"] == f"{record['context']}\n\n{record['text']}"
         assert 0 < record["token_count"] <= 24
-    assert to_records(spacy.blank("en")("no group here")) == []
+    assert records
 
 
 @pytest.mark.slow
@@ -62,13 +65,13 @@ def test_to_chroma_query_returns_the_chunk_first(docs, tmp_path):
     collection = client.get_or_create_collection("notes", embedding_function=None)
     embedder = default_embedder()
     added = to_chroma(docs, collection, embedder, batch_size=3)
-    records = [r for doc in docs for r in to_records(doc)]
+    records = [r for doc in docs for r in rag_records(doc)]
     assert added == len(records) == collection.count()
     stored = collection.get(ids=[records[0]["id"]], include=["documents", "metadatas"])
     assert stored["documents"][0] == records[0]["enriched_text"]
     meta = stored["metadatas"][0]
-    assert meta["doc_id"] == "note_a" and meta["text"] == records[0]["original_text"]
-    assert (meta["start"], meta["end"]) == (records[0]["start_offset"], records[0]["end_offset"])
+    assert meta["doc_id"] == "note_a" and meta["text"] == records[0]["text"]
+    assert (meta["start"], meta["end"]) == (records[0]["start"], records[0]["end"])
     assert meta["context"] == records[0]["context"] and meta["assertion"] == NO_ASSERTION
     for phrase, doc_id in (
         ("ST elevation in the inferior leads", "note_a"),

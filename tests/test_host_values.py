@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from conftest import ROOT
-from spacy_clinchunk.export.records import chunk_records, to_arrow, write_records
+from spacy_clinchunk.export.records import chunk_records, to_arrow
+from spacy_clinchunk.export.writers import write_records
 
 medspacy = pytest.importorskip("medspacy")
 

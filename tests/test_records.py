@@ -12,15 +12,14 @@ from spacy_clinchunk.cli import main
 from spacy_clinchunk.pipeline import load_pipeline as load_nlp
 from spacy_clinchunk.export.records import (
     RECORD_FIELDS,
-    RECORD_FORMATS,
     RecordError,
     chunk_records,
     doc_to_record,
     document_id,
     to_arrow,
     to_dataset,
-    write_records,
 )
+from spacy_clinchunk.export.writers import RECORD_FORMATS, write_records
 
 NOTE = (
     "HISTORY:\nThe patient reports chest pain since this morning. She denies fever or chills.\n"

@@ -2,9 +2,8 @@
 import argparse
 import logging
 import sys
-from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from .. import attrs
 from . import CLIError
 from .output import PendingOutput
 from .source import add_encoding_argument, add_source_arguments, encoding_of, pipeline_spec, resolve
@@ -18,7 +17,7 @@ STAGE_FLAGS = {
 
 
 def add_parser(subparsers: Any) -> None:
-    from ..export.records import RECORD_FORMATS
+    from ..export.writers import WRITERS
 
     parser = subparsers.add_parser(
         "chunk",
@@ -34,10 +33,11 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("table", "jsonl", "docbin", *RECORD_FORMATS),
+        choices=("table", *WRITERS),
         default=None,
-        help="table | jsonl for one output file (default table); jsonl | docbin for corpus runs (default jsonl); "
-        "records (one chunk per JSON line) | parquet | hf (a Hugging Face dataset directory): chunk records",
+        help="table (the default; not for corpus runs) | jsonl (one document per JSON line; the corpus default) | "
+        "docbin (a DocBin file) | records (one chunk per JSON line) | parquet | hf (a Hugging Face dataset "
+        "directory): every format but table for corpus runs too",
     )
     parser.add_argument(
         "--index",
@@ -95,9 +95,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     if given:
         verb = "needs" if len(given) == 1 else "need"
         raise CLIError(f"{', '.join(given)} {verb} --engine local|ray (a corpus run)")
-    if args.format == "docbin":
-        raise CLIError("--format docbin needs --engine local|ray and an output directory")
-    from ..export.records import RECORD_FORMATS
+    from ..export.writers import RECORD_FORMATS
 
     args.format = args.format or "table"
     if args.index is not None and args.format not in RECORD_FORMATS:
@@ -105,19 +103,18 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     files = _input_files(args.paths)
     args.encoding = encoding_of(args)
     resolved = resolve(pipeline_spec(args, extra, stage_settings=stage_overrides(args)))
-    nlp, spans_key, focus_key, fields = resolved.nlp, resolved.chunks_key, resolved.focus_key, resolved.fields
-    if args.index == "focus" and focus_key is None:
-        raise CLIError(f"--index focus needs clin_focus on the chunks of '{spans_key}'; this pipeline has none")
-    output = PendingOutput(args.output, _file_mode(args), as_path=args.format in ("parquet", "hf"))
+    if args.index == "focus" and resolved.focus_key is None:
+        raise CLIError(f"--index focus needs clin_focus on the chunks of '{resolved.chunks_key}'; this pipeline has none")
+    output = PendingOutput(args.output, _file_mode(args), as_path=args.format not in ("table", "jsonl", "records"))
     counts = {"read": 0, "failed": 0, "written": 0}
     usages: List[Dict[str, Any]] = []  # Doc._.clin_llm_usage of clin_llm_context, summed at the end
     try:
-        sink = _record_sink(args, output)
+        writer = _writer(args, output, resolved)
         try:
-            _chunk_files(args, nlp, files, sink, output.stream, spans_key, focus_key, fields, counts, usages)
+            _chunk_files(args, resolved, files, writer, output.stream, counts, usages)
         finally:
-            if sink is not None:
-                sink.close()
+            if writer is not None:
+                writer.close()
     except BaseException:
         output.abort()
         raise
@@ -136,14 +133,17 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     return 0
 
 
-def _chunk_files(args, nlp, files, sink, out, spans_key, focus_key, fields, counts, usages) -> None:
+def _chunk_files(args, resolved, files, writer, out, counts, usages) -> None:
     """Chunk every input document and write it; ``counts`` and ``usages`` tell what happened.
     Ids are unique over the whole run: a repeated one (two JSONL files that both hold id
     ``x``) becomes ``x#1``, as in every export (:class:`DocumentIds`)."""
     from ..export.ids import DocumentIds
+    from ..export.records import RecordError
+    from .table import write_table
 
+    spans_key = resolved.chunks_key
     progress, ids = _progress(args, files), DocumentIds()
-    for item, doc, error in process(nlp, files, args.batch_size, args.encoding):
+    for item, doc, error in process(resolved.nlp, files, args.batch_size, args.encoding):
         counts["read"] += 1
         if progress is not None:
             progress.update(1)
@@ -155,10 +155,13 @@ def _chunk_files(args, nlp, files, sink, out, spans_key, focus_key, fields, coun
             present = ", ".join(sorted(doc.spans.keys())) or "none"
             raise CLIError(f"--spans-key '{spans_key}': the pipeline wrote no such group (it wrote: {present})")
         doc_id = ids.take(doc, item.id)
-        if sink is not None:
-            _write_records(sink, doc, doc_id, spans_key, args.index or "chunks", focus_key, fields)
+        if writer is None:
+            write_table(out, doc_id, doc, spans_key, resolved.focus_key, resolved.fields)
         else:
-            write_doc(out, args.format, doc_id, doc, spans_key, focus_key, fields)
+            try:
+                writer.add(doc, doc_id)
+            except RecordError as err:
+                raise CLIError(str(err)) from err
         counts["written"] += 1
         if doc.has_extension("clin_llm_usage") and doc._.clin_llm_usage:
             usages.append(doc._.clin_llm_usage)
@@ -200,26 +203,17 @@ def _progress(args: argparse.Namespace, files: List[Any]):
     return tqdm(unit="doc", file=sys.stderr, desc="chunking")
 
 
-def _record_sink(args: argparse.Namespace, output: PendingOutput):
-    """A chunk-record writer (records.RECORD_FORMATS) when ``--format`` names one, else None;
-    it writes to the pending output (a temp file or path), never to the target itself."""
-    from ..export.records import RECORD_FORMATS, RecordError, open_sink
+def _writer(args: argparse.Namespace, output: PendingOutput, resolved):
+    """The writer of ``--format`` (:data:`~spacy_clinchunk.export.writers.WRITERS`), or None for
+    the table; it writes to the pending output (a temp file or path), never to the target itself."""
+    from ..export.records import RecordError
+    from ..export.writers import open_writer
 
-    if args.format not in RECORD_FORMATS:
+    if args.format == "table":
         return None
     try:
-        return open_sink(args.format, output.path if output.path is not None else output.stream)
+        return open_writer(args.format, output.path if output.path is not None else output.stream, resolved, args.index or "chunks")
     except (RecordError, OSError) as err:
-        raise CLIError(str(err)) from err
-
-
-def _write_records(sink, doc, doc_id: str, spans_key: str, index: str, focus_key: Optional[str], fields) -> None:
-    from ..export.records import RecordError, chunk_records
-
-    focus_key = focus_key or attrs.FOCUS_KEY
-    try:
-        sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key, fields=fields, doc_id=doc_id))
-    except RecordError as err:
         raise CLIError(str(err)) from err
 
 
@@ -232,20 +226,6 @@ def process(
 
     docs = (doc for file in files for doc in read_file(file, encoding))
     yield from process_items(nlp, docs, batch_size=batch_size)
-
-
-def write_doc(
-    out: TextIO, fmt: str, doc_id: str, doc, spans_key: str, focus_key: Optional[str] = None, fields=None
-) -> None:
-    """One document: its JSON line (``jsonl``) or its table (:mod:`.table`)."""
-    if fmt == "jsonl":
-        from ..corpus.output import record_line
-
-        out.write(record_line(doc, doc_id, spans_key, fields))
-        return
-    from .table import write_table
-
-    write_table(out, doc_id, doc, spans_key, focus_key, fields)
 
 
 def _print_llm_usage(usages: List[Dict[str, Any]]) -> None:
@@ -263,8 +243,8 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
 
     if not args.output:
         raise CLIError("--engine needs --output OUT_DIR")
-    if args.format not in (None, "jsonl", "docbin"):
-        raise CLIError("corpus runs write --format jsonl or docbin")
+    if args.format == "table":
+        raise CLIError("corpus runs write files: --format jsonl | docbin | records | parquet | hf, not table")
     if args.paths == ["-"] or "-" in args.paths:
         raise CLIError("corpus runs read files, directories or globs, not stdin")
     _input_files(args.paths)
@@ -272,6 +252,7 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     options = CorpusOptions(
         batch_size=args.batch_size,
         fmt=args.format or "jsonl",
+        index=args.index or "chunks",
         shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
         split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES,
         resume=not args.no_resume,

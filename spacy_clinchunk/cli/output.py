@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Optional, TextIO
 
-from ..fileio import TEMP_SUFFIX, AtomicFile, remove_stale_temps, resolve_target
+from ..fileio import TEMP_SUFFIX, AtomicFile, remove_path, remove_stale_temps, resolve_target
 from . import CLIError
 
 
@@ -61,7 +61,7 @@ class PendingOutput:
         if self._file is not None:
             self._file.abort()
         elif self.path is not None:
-            _remove(Path(self.path))
+            remove_path(Path(self.path))
 
 
 def _replace(written: Path, target: Path) -> None:
@@ -73,13 +73,3 @@ def _replace(written: Path, target: Path) -> None:
         shutil.rmtree(aside, ignore_errors=True)
     else:
         os.replace(written, target)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass

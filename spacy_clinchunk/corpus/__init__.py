@@ -11,7 +11,7 @@ Modules, one job each (imports only go down this list, so there is no cycle):
 * ``ray_engine``: a pool of Ray actors;
 * ``run``: :func:`run_corpus`, which plans, skips finished shards and dispatches.
 """
-from .output import FORMATS, CorpusOutput, OutputSpec, record_line
+from .output import FORMATS, CorpusOutput, OutputSpec
 from .ray_engine import RayOptions
 from .run import ENGINES, CorpusOptions, CorpusRun, Progress, run_corpus
 from .shards import DEFAULT_SHARD_SIZE, DEFAULT_SPLIT_BYTES, Shard, plan_shards, read_shard
@@ -32,6 +32,5 @@ __all__ = [
     "Shard",
     "plan_shards",
     "read_shard",
-    "record_line",
     "run_corpus",
 ]

@@ -16,6 +16,8 @@ import errno
 import json
 import logging
 import os
+import secrets
+import shutil
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -23,8 +25,9 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .. import __version__
-from ..fileio import AtomicFile
+from ..fileio import TEMP_SUFFIX, AtomicFile, remove_path
 from ..export.ids import DocumentIds
+from ..export.writers import RECORD_FORMATS, WRITERS
 from .shards import Shard
 from .errors import CorpusError
 
@@ -41,103 +44,27 @@ DEFAULT_FILE_MODE = 0o600
 DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
 
 
-# one encoder for every record line (records hold plain JSON values: no cycle check needed)
-_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)
-
-
-def record_line(doc, doc_id: str, spans_key: str, fields=None) -> str:
-    """One JSON line for one document: the single serialization of CLI and corpus records.
-
-    ``fields`` (``ResolvedPipeline.fields``) limits the extension values read."""
-    from ..export.records import RecordError, doc_to_record
-
-    record = doc_to_record(doc, spans_key, doc_id=doc_id, fields=fields)
-    try:
-        return _ENCODER.encode(record) + "\n"
-    except (TypeError, ValueError) as err:  # a value no host conversion knows (export.host_values)
-        raise RecordError(f"document {doc_id}: a value is not JSON-serializable ({first_line(err)})") from None
+FORMATS = tuple(WRITERS)  # every format of the one registry (export.writers)
 
 
 def first_line(err: BaseException) -> str:
     return next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
 
 
-class ShardWriter:
-    """One output format: ``add`` each document in order, then ``close`` writes what is left."""
-
-    suffix = ""
-    binary = False
-
-    def __init__(self, handle: IO, spans_key: str, fields=None) -> None:
-        self.handle = handle
-        self.spans_key = spans_key
-        self.fields = fields  # the record fields the pipeline sets (None: all)
-
-    def add(self, doc, doc_id: str) -> int:
-        """Write (or collect) one document; returns its number of chunks."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-    def chunks(self, doc) -> int:
-        return len(doc.spans[self.spans_key]) if self.spans_key in doc.spans else 0
-
-
-class JsonlWriter(ShardWriter):
-    """Streams one JSON record per document into the shard file."""
-
-    suffix = ".jsonl"
-
-    def add(self, doc, doc_id: str) -> int:
-        self.handle.write(record_line(doc, doc_id, self.spans_key, self.fields))
-        return self.chunks(doc)
-
-
-class DocBinWriter(ShardWriter):
-    """Collects the shard's docs (span groups and extension values) into one ``DocBin``."""
-
-    suffix = ".spacy"
-    binary = True
-
-    def __init__(self, handle: IO, spans_key: str, fields=None) -> None:
-        from spacy.tokens import DocBin
-
-        super().__init__(handle, spans_key, fields)
-        self.docbin = DocBin(store_user_data=True)
-
-    def add(self, doc, doc_id: str) -> int:
-        """Add the doc; one whose values msgpack cannot hold is taken out again and refused."""
-        before = len(self.docbin.tokens)
-        try:
-            self.docbin.add(doc)
-        except Exception:  # DocBin appends field by field: leave it as it was
-            for name in ("tokens", "spaces", "flags", "cats", "user_data", "span_groups"):
-                del getattr(self.docbin, name)[before:]
-            raise
-        return self.chunks(doc)
-
-    def close(self) -> None:
-        self.handle.write(self.docbin.to_bytes())
-
-
-# format name -> shard writer; a new output format is one ShardWriter class and one entry here
-FORMAT_WRITERS: Dict[str, type] = {"jsonl": JsonlWriter, "docbin": DocBinWriter}
-FORMATS = tuple(FORMAT_WRITERS)
-
-
 @dataclass(frozen=True)
 class OutputSpec:
-    """What a worker needs to write a shard: directory, format, span group, hash, file mode."""
+    """What a worker needs to write a shard: directory, format, span group, hash, file mode
+    and what the records index (chunks or focus spans, for the record formats)."""
 
     path: str
     fmt: str
     spans_key: str
     config_hash: str
     file_mode: int = DEFAULT_FILE_MODE
+    index: str = "chunks"
 
     def output_path(self, name: str) -> Path:
-        return Path(self.path) / SHARDS_DIR / f"{name}{FORMAT_WRITERS[self.fmt].suffix}"
+        return Path(self.path) / SHARDS_DIR / f"{name}{WRITERS[self.fmt].suffix}"
 
     def errors_path(self, name: str) -> Path:
         return Path(self.path) / ERRORS_DIR / f"{name}.jsonl"
@@ -180,6 +107,51 @@ def write_atomic(path: Path, mode: int, write: Callable[[IO], None], binary: boo
     commit_atomic(file)
 
 
+class PendingShard:
+    """A shard's output under a temporary name until :meth:`commit` renames it into place: an
+    open file (``target`` is its handle) for stream formats, a path for the writers that
+    write a file or a folder themselves (Parquet, a Hugging Face dataset)."""
+
+    def __init__(self, path: Path, mode: int, writer: type) -> None:
+        self.path, self.mode, self.atomic = path, mode, None
+        if writer.to_path:
+            self.tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+            self.target: Any = self.tmp
+        else:
+            self.atomic = open_atomic(path, mode, writer.binary)
+            self.target = self.atomic.handle
+
+    def commit(self) -> None:
+        if self.atomic is not None:
+            commit_atomic(self.atomic)
+            return
+        try:
+            _set_modes(self.tmp, self.mode)
+            if self.path.is_dir() and not self.path.is_symlink():
+                shutil.rmtree(self.path)
+            os.replace(self.tmp, self.path)
+        except OSError as err:
+            self.abort()
+            raise disk_error(self.path, err) from err
+
+    def abort(self) -> None:
+        if self.atomic is not None:
+            self.atomic.abort()
+        else:
+            remove_path(self.tmp)
+
+
+def _set_modes(root: Path, mode: int) -> None:
+    """``mode`` on a written file, or on every file of a written folder (folders: :func:`dir_mode`)."""
+    if root.is_file():
+        os.chmod(root, mode)
+        return
+    for folder, _dirs, files in os.walk(root):
+        os.chmod(folder, dir_mode(mode))
+        for name in files:
+            os.chmod(os.path.join(folder, name), mode)
+
+
 class ShardFiles:
     """A worker's output for one shard: records streamed in order, errors beside them."""
 
@@ -190,9 +162,14 @@ class ShardFiles:
         self.started = time.time()
         self.cpu_started = time.process_time()
         self.thread_cpu_started = time.thread_time()  # the thread that runs the shard
-        writer = FORMAT_WRITERS[out.fmt]
-        self.file = open_atomic(out.output_path(shard.name), out.file_mode, writer.binary)
-        self.writer = writer(self.file.handle, out.spans_key, resolved.fields)
+        writer = WRITERS[out.fmt]
+        self.file = PendingShard(out.output_path(shard.name), out.file_mode, writer)
+        self.plan = resolved.with_chunks(out.spans_key)
+        try:
+            self.writer = writer(self.file.target, self.plan, out.index)
+        except BaseException:
+            self.file.abort()
+            raise
         self.errors: List[Dict[str, Any]] = []
         self.docs = 0
         self.chunks = 0
@@ -219,10 +196,11 @@ class ShardFiles:
         """Write one document's record; ``None``, or the one-line reason it cannot be written
         (its error type and the serializer's first line: no note text)."""
         try:
-            chunks = self.writer.add(doc, doc_id)
+            self.writer.add(doc, doc_id)
         except (TypeError, ValueError, OverflowError) as err:
             return f"{type(err).__name__}: {first_line(err)}"
-        self.chunks += chunks
+        key = self.plan.chunks_key
+        self.chunks += len(doc.spans[key]) if key in doc.spans else 0
         self.docs += 1
         return None
 
@@ -253,6 +231,7 @@ class ShardFiles:
             "fingerprint": self.fingerprint,
             "config_hash": self.out.config_hash,
             "format": self.out.fmt,
+            **({"index": self.out.index} if self.out.fmt in RECORD_FORMATS else {}),
             "output": self.out.output_path(self.shard.name).relative_to(root).as_posix(),
             "errors_file": errors_file.relative_to(root).as_posix() if self.errors else None,
             "docs": self.docs,
@@ -294,11 +273,8 @@ def remove_leftovers(path: Union[str, Path]) -> List[str]:
     removed = []
     for folder in (Path(path), Path(path) / SHARDS_DIR, Path(path) / ERRORS_DIR):
         for tmp in folder.glob(".*.tmp"):
-            try:
-                tmp.unlink()
-                removed.append(tmp.name)
-            except OSError:
-                pass
+            remove_path(tmp)
+            removed.append(tmp.name)
     if removed:
         logger.info("removed %d temporary files of an interrupted run", len(removed))
     return removed
@@ -369,7 +345,9 @@ class CorpusOutput:
         entry = self.manifest["shards"].get(shard.name)
         if not entry or entry.get("config_hash") != self.spec.config_hash or entry.get("format") != self.spec.fmt:
             return False
-        if entry.get("fingerprint") != shard.fingerprint() or not self.spec.output_path(shard.name).is_file():
+        if self.spec.fmt in RECORD_FORMATS and entry.get("index", "chunks") != self.spec.index:
+            return False
+        if entry.get("fingerprint") != shard.fingerprint() or not self.spec.output_path(shard.name).exists():
             return False
         return not entry.get("errors") or self.spec.errors_path(shard.name).is_file()
 

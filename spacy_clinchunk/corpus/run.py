@@ -32,7 +32,8 @@ class CorpusOptions:
     """How a corpus is read, batched and written (the same for every engine)."""
 
     batch_size: int = 64  # documents per nlp.pipe batch inside a worker
-    fmt: str = "jsonl"  # output format: jsonl | docbin
+    fmt: str = "jsonl"  # output format: any of export.writers.WRITERS (jsonl, docbin, records, parquet, hf)
+    index: str = "chunks"  # records | parquet | hf: one record per chunk, or per focus span ("focus")
     spans_key: Optional[str] = None  # the group written out; None: the one the pipeline writes its chunks to
     shard_size: int = DEFAULT_SHARD_SIZE  # .txt files per shard
     split_bytes: int = DEFAULT_SPLIT_BYTES  # JSONL files larger than this are split into sub-shards
@@ -78,7 +79,9 @@ def make_options(options: Optional[CorpusOptions], settings: Dict[str, Any]) -> 
         raise CorpusError(f"unknown corpus setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     merged = replace(options or CorpusOptions(), **settings)
     if merged.fmt not in FORMATS:
-        raise CorpusError(f"unknown format '{merged.fmt}'; choose {' or '.join(FORMATS)}")
+        raise CorpusError(f"unknown format '{merged.fmt}'; choose {', '.join(FORMATS)}")
+    if merged.index not in ("chunks", "focus"):
+        raise CorpusError(f"unknown index '{merged.index}'; choose chunks or focus")
     try:
         merged.encoding = codecs.lookup(merged.encoding).name
     except LookupError as err:
@@ -131,7 +134,11 @@ def run_corpus(
     )
     resolved = resolve_for_corpus(spec)
     load_seconds = round(time.time() - loading, 3)
-    out = OutputSpec(str(Path(output_dir).resolve()), opts.fmt, resolved.chunks_key, resolved.config_hash, opts.file_mode)
+    if opts.index == "focus" and resolved.focus_key is None:
+        raise CorpusError(f"index 'focus' needs clin_focus on the chunks of '{resolved.chunks_key}'; this pipeline has none")
+    out = OutputSpec(
+        str(Path(output_dir).resolve()), opts.fmt, resolved.chunks_key, resolved.config_hash, opts.file_mode, opts.index
+    )
     with OutputLock(out.path, opts.file_mode):
         remove_leftovers(out.path)
         output = CorpusOutput(out, resolved.spec.source)

@@ -11,7 +11,6 @@ from typing import Any
 
 _VECTORSTORES = (
     "NO_ASSERTION",
-    "to_records",
     "vector_metadata",
     "adapter_metadata",
     "chunk_texts_with_ids",

@@ -2,8 +2,10 @@
 
 :func:`chunk_records` turns one span group of a ``Doc`` into flat chunk records
 (:data:`RECORD_FIELDS`); JSONL, Parquet and Hugging Face ``datasets`` are all built
-from them, so every export carries the same fields. :func:`doc_to_record` is the
-older per-document shape the ``chunk`` CLI and corpus shards write as ``jsonl``.
+from them, so every export carries the same fields. :func:`records_of` is the one function
+that makes the records of a doc (``index``: ``chunks``, ``focus`` or ``doc``, the
+per-document shape the ``jsonl`` format writes); the writers of every format are in
+:mod:`.writers`.
 
 Values are plain JSON whatever the host pipeline left (medspaCy's ``Section``, its
 modifiers: :mod:`.host_values`); ids are distinct over one call (:class:`DocumentIds`).
@@ -15,13 +17,12 @@ Records of the flagship carry their chunk's focus spans (``focus``: ``[{start, e
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, TextIO, Tuple, Union
+from dataclasses import dataclass
+from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 from spacy.tokens import Doc, Span
 
 from .. import attrs
-from ..fileio import make_private, open_private
 from ..spans import doc_text
 from .host_values import has_host_sections, host_section, plain_value, section_name
 from .ids import DocumentIds, document_id, record_ids
@@ -99,9 +100,41 @@ def span_group(doc: Doc, spans_key: str) -> List[Span]:
     return list(doc.spans[spans_key])
 
 
+@dataclass(frozen=True)
+class RecordPlan:
+    """Which groups a document's records come from and which fields are read: what a
+    :class:`~spacy_clinchunk.pipeline.ResolvedPipeline` answers (it has the same attributes)."""
+
+    chunks_key: str = attrs.CHUNKS_KEY
+    focus_key: Optional[str] = attrs.FOCUS_KEY
+    fields: Fields = None
+
+
+def records_of(doc: Doc, plan: Any, *, index: str = "chunks", doc_id: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The records of one document: the one record model of every export and writer.
+
+    ``plan`` (a :class:`~spacy_clinchunk.pipeline.ResolvedPipeline` or a :class:`RecordPlan`)
+    names the chunks group, the focus group and the fields to read. ``index="chunks"``: one
+    flat record (:data:`RECORD_FIELDS`) per chunk; ``"focus"``: one per focus span of those
+    chunks, with its chunk's id as ``parent_id``; ``"doc"``: one record for the whole document
+    (``{"id", "chunks": [...], "groups": {...}, "doc": {...}}``, the ``jsonl`` shape).
+    """
+    focus_key = plan.focus_key or attrs.FOCUS_KEY
+    if index == "doc":
+        return [_doc_record(doc, plan.chunks_key, doc_id, plan.fields)]
+    return _flat_records(doc, plan.chunks_key, index, focus_key, plan.fields, doc_id)
+
+
 def chunk_records(
     doc: Doc, spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks", focus_key: str = attrs.FOCUS_KEY,
     fields: Fields = None, doc_id: Optional[str] = None,
+) -> List[Dict[str, Any]]:
+    """:func:`records_of` by keywords: the flat records of ``doc.spans[spans_key]``."""
+    return records_of(doc, RecordPlan(spans_key, focus_key, fields), index=index, doc_id=doc_id)
+
+
+def _flat_records(
+    doc: Doc, spans_key: str, index: str, focus_key: str, fields: Fields, doc_id: Optional[str]
 ) -> List[Dict[str, Any]]:
     """One flat record per span of ``doc.spans[spans_key]`` (an empty group gives ``[]``).
 
@@ -113,7 +146,7 @@ def chunk_records(
     document's own id (:class:`DocumentIds`).
     """
     if index not in INDEXES:
-        raise RecordError(f"unknown index '{index}'; known: {', '.join(INDEXES)}")
+        raise RecordError(f"unknown index '{index}'; known: {', '.join(INDEXES)}, doc")
     attrs.register_extensions()
     doc_id = doc_id if doc_id not in (None, "") else document_id(doc)
     chunks = span_group(doc, spans_key)
@@ -182,14 +215,6 @@ def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_link
     return records
 
 
-def records_of(doc: Doc, resolved: Any, *, index: str = "chunks", doc_id: Optional[str] = None) -> List[Dict[str, Any]]:
-    """The records of one document of a resolved pipeline: its chunks (``index="chunks"``) or
-    their focus spans (``index="focus"``), in the groups and with the fields the
-    :class:`~spacy_clinchunk.pipeline.ResolvedPipeline` answers."""
-    focus_key = resolved.focus_key or attrs.FOCUS_KEY
-    return chunk_records(doc, resolved.chunks_key, index=index, focus_key=focus_key, fields=resolved.fields, doc_id=doc_id)
-
-
 def iter_records(
     docs: Iterable[Doc], spans_key: Optional[str] = attrs.CHUNKS_KEY, *, index: str = "chunks",
     focus_key: str = attrs.FOCUS_KEY, fields: Fields = None, dedupe: bool = False,
@@ -246,6 +271,11 @@ def _group_records(group: Any, ids: Optional[List[str]] = None, fields: Fields =
 def doc_to_record(
     doc: Doc, spans_key: str = attrs.CHUNKS_KEY, doc_id: Optional[str] = None, fields: Fields = None
 ) -> Dict[str, Any]:
+    """:func:`records_of` with ``index="doc"`` by keywords: the one record of a document."""
+    return records_of(doc, RecordPlan(spans_key, None, fields), index="doc", doc_id=doc_id)[0]
+
+
+def _doc_record(doc: Doc, spans_key: str, doc_id: Optional[str], fields: Fields) -> Dict[str, Any]:
     """``{"id", "chunks": [{"id", "text", "start", "end", ...attributes}]}`` for one document.
 
     Each chunk carries its stable id (:func:`.ids.chunk_id`, as in :func:`chunk_records`). Every span
@@ -345,97 +375,3 @@ def _dataset(rows: List[Dict[str, Any]]):
     except ImportError as err:
         raise RecordError("the Hugging Face dataset export needs `pip install spacy-clinchunk[datasets]`") from err
     return Dataset.from_list(rows, features=Features.from_arrow_schema(arrow_schema()))
-
-
-# Writers: format name -> sink. The ``chunk`` CLI offers every key of RECORD_FORMATS.
-
-
-class JsonlSink:
-    """Chunk records as JSON lines, to a file (0600) or a text stream such as stdout."""
-
-    def __init__(self, target: Union[str, Path, TextIO, None]):
-        import sys
-
-        self._own = not (target is None or hasattr(target, "write"))
-        self._out: TextIO = open_private(target) if self._own else (target or sys.stdout)  # type: ignore[arg-type]
-
-    def write(self, records: Iterable[Dict[str, Any]]) -> int:
-        count = 0
-        for record in records:
-            self._out.write(record_json(record) + "\n")
-            count += 1
-        return count
-
-    def close(self) -> None:
-        if self._own:
-            self._out.close()
-
-
-class ParquetSink:
-    """Chunk records as one Parquet file (0600), written batch by batch."""
-
-    def __init__(self, target: Union[str, Path, None]):
-        if target is None or hasattr(target, "write"):
-            raise RecordError("--format parquet needs --output FILE.parquet")
-        try:
-            import pyarrow.parquet as pq
-        except ImportError as err:
-            raise RecordError("the Parquet export needs `pip install spacy-clinchunk[parquet]`") from err
-        self._file = open_private(target, "wb")
-        self._writer = pq.ParquetWriter(self._file, arrow_schema())
-
-    def write(self, records: Iterable[Dict[str, Any]]) -> int:
-        table = to_arrow(records)
-        if table.num_rows:
-            self._writer.write_table(table)
-        return table.num_rows
-
-    def close(self) -> None:
-        self._writer.close()
-        self._file.close()
-
-
-class DatasetSink:
-    """Chunk records as a Hugging Face dataset saved with ``save_to_disk`` (a directory, owner-only)."""
-
-    def __init__(self, target: Union[str, Path, None]):
-        if target is None or hasattr(target, "write"):
-            raise RecordError("--format hf needs --output DIRECTORY")
-        self._path = Path(target)
-        self._rows: List[Dict[str, Any]] = []
-
-    def write(self, records: Iterable[Dict[str, Any]]) -> int:
-        rows = [flat_row(r) for r in records]
-        self._rows.extend(rows)
-        return len(rows)
-
-    def close(self) -> None:
-        _dataset(self._rows).save_to_disk(str(self._path))
-        make_private(self._path)
-
-
-RECORD_FORMATS: Dict[str, Callable[[Any], Any]] = {"records": JsonlSink, "parquet": ParquetSink, "hf": DatasetSink}
-
-
-def open_sink(fmt: str, target: Any) -> Any:
-    """A writer for ``fmt`` (a key of :data:`RECORD_FORMATS`) with ``write(records)`` and ``close()``."""
-    if fmt not in RECORD_FORMATS:
-        raise RecordError(f"unknown record format '{fmt}'; known: {', '.join(RECORD_FORMATS)}")
-    return RECORD_FORMATS[fmt](target)
-
-
-def write_records(
-    docs: Iterable[Doc], fmt: str, target: Any, spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks",
-    focus_key: str = attrs.FOCUS_KEY, dedupe: bool = False,
-) -> int:
-    """Write the records of ``docs`` (chunks, or their focus spans: ``index="focus"``) in ``fmt``
-    to ``target``; returns the number written. Ids: as in :func:`iter_records` (``dedupe`` too)."""
-    sink, ids, written = open_sink(fmt, target), DocumentIds(dedupe), 0
-    try:
-        for doc in docs:  # one document at a time: Parquet writes a row group per document
-            doc_id = ids.take(doc)
-            if doc_id is not None:
-                written += sink.write(chunk_records(doc, spans_key, index=index, focus_key=focus_key, doc_id=doc_id))
-        return written
-    finally:
-        sink.close()

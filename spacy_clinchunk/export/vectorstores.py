@@ -26,26 +26,6 @@ _INT_FIELDS = {"index": -1, "start": -1, "end": -1, "token_count": -1}
 _SCALARS = (str, int, float, bool)
 
 
-def to_records(doc: Doc, spans_key: str = attrs.RAG_CHUNKS_KEY) -> List[Dict[str, Any]]:
-    """The seed's dictionaries per chunk (``id``, ``original_text``, ``context``, ``enriched_text``,
-    ``start_offset``, ``end_offset``, ``token_count``), with the stable record id; a doc without
-    the group gives ``[]``."""
-    if spans_key not in doc.spans:
-        return []
-    return [
-        {
-            "id": r["id"],
-            "original_text": r["text"],
-            "context": r["context"] or "",
-            "enriched_text": r["enriched_text"] or r["text"],
-            "start_offset": r["start"],
-            "end_offset": r["end"],
-            "token_count": r["token_count"],
-        }
-        for r in chunk_records(doc, spans_key)
-    ]
-
-
 def vector_metadata(record: Dict[str, Any], extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Flat metadata a vector store accepts (str, int, float, bool) for one chunk record.
 
@@ -217,6 +197,6 @@ def query_chroma(
 
 
 __all__: Sequence[str] = (
-    "to_records", "to_chroma", "query_chroma", "vector_metadata", "adapter_metadata", "default_embedder",
+    "to_chroma", "query_chroma", "vector_metadata", "adapter_metadata", "default_embedder",
     "default_chunks_key", "embed_texts", "offline_embedder", "resolve_chunks", "NO_ASSERTION",
 )
