@@ -10,6 +10,7 @@ from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc
 from spacy.training import Example
+from spacy import util
 from spacy.util import ensure_path
 
 from .. import attrs
@@ -189,23 +190,28 @@ class ChunkRefiner(Pipe):
             return {}
         return self.scorer(examples, **{**kwargs, "spans_key": self.spans_key})
 
+    # -- serialization: spaCy's contract (a serializers dict through spacy.util, ``exclude``
+    # honoured by name: "resources"); a subclass with more data adds to the two dicts
+    def _writers(self) -> Dict[str, Callable[[], Any]]:
+        """File name -> the JSON value saved under it."""
+        return {RESOURCES_FILE: self._state}
+
+    def _readers(self) -> Dict[str, Callable[[Any], None]]:
+        """File name -> what takes the JSON value read back."""
+        return {RESOURCES_FILE: self._load_state}
+
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return srsly.json_dumps(self._state()).encode("utf-8")
+        return json_to_bytes(self._writers(), exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ChunkRefiner":
-        self._load_state(srsly.json_loads(bytes_data))
+        json_from_bytes(bytes_data, self._readers(), exclude)
         return self
 
     def to_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> None:
-        path = ensure_path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(path / RESOURCES_FILE, self._state())
+        json_to_disk(path, self._writers(), exclude)
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ChunkRefiner":
-        path = ensure_path(path)
-        file = path / RESOURCES_FILE
-        if file.exists():
-            self._load_state(srsly.read_json(file))
+        json_from_disk(path, self._readers(), exclude)
         return self
 
     # -- state: data only; settings stay with the config ---------------------
@@ -230,6 +236,33 @@ class ChunkRefiner(Pipe):
             if list_name not in saved:  # saved by version 1, which did not carry it
                 saved[list_name] = _shipped(self.lang, list_name)
         self._set_data(saved)
+
+
+def json_to_bytes(writers: Mapping[str, Callable[[], Any]], exclude: Iterable[str]) -> bytes:
+    """``spacy.util.to_bytes`` of JSON values (``exclude`` by name: ``"resources"`` for ``resources.json``)."""
+    return util.to_bytes({name: (lambda get=get: srsly.json_dumps(get())) for name, get in writers.items()}, _names(exclude))
+
+
+def json_from_bytes(data: bytes, readers: Mapping[str, Callable[[Any], None]], exclude: Iterable[str]) -> None:
+    util.from_bytes(data, {name: (lambda b, put=put: put(srsly.json_loads(b))) for name, put in readers.items()}, _names(exclude))
+
+
+def json_to_disk(path: Any, writers: Mapping[str, Callable[[], Any]], exclude: Iterable[str]) -> None:
+    """``spacy.util.to_disk``: one JSON file per writer."""
+    path = ensure_path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    util.to_disk(path, {name: (lambda file, get=get: srsly.write_json(file, get())) for name, get in writers.items()}, exclude)
+
+
+def json_from_disk(path: Any, readers: Mapping[str, Callable[[Any], None]], exclude: Iterable[str]) -> None:
+    """``spacy.util.from_disk``: each JSON file that exists goes to its reader."""
+    util.from_disk(path, {name: (lambda file, put=put: file.exists() and put(srsly.read_json(file))) for name, put in readers.items()}, exclude)
+
+
+def _names(exclude: Iterable[str]) -> List[str]:
+    """``exclude`` for byte keys: a file name (``resources.json``) is excluded by its stem too."""
+    names = list(exclude)
+    return names + [f"{name}.json" for name in names]
 
 
 def check_names(component: str, what: str, known: Sequence[str], given: Mapping[str, Any]) -> None:

@@ -28,7 +28,6 @@ import json
 import warnings
 from typing import Any, Dict, Iterable, List, Optional, Union
 
-import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
@@ -59,7 +58,7 @@ from ..resources_io import (
     resolve_language,
     resolve_override,
 )
-from .base import require_extra
+from .base import json_from_bytes, json_from_disk, json_to_bytes, json_to_disk, require_extra
 from .settings import PositiveInt, SettingError
 
 try:  # spaCy validates with pydantic's v1 API under both pydantic generations
@@ -367,9 +366,6 @@ class ContextAssertion(Pipe):
             "abbreviations": self.abbreviations_for(lang),
         }
 
-    def _other_rules(self) -> Dict[str, List[RuleDict]]:
-        return {lang: self._effective_rules(lang) for lang in self._other_languages()}
-
     def _load(self, cfg: Dict[str, Any], rules: Any, origin: str, other_rules: Optional[Dict[str, Any]] = None) -> None:
         source = cfg.get("source") or {  # format 1 held settings; only its language counts
             "lang": cfg.get("lang", self.lang),
@@ -396,35 +392,36 @@ class ContextAssertion(Pipe):
         elif data.get("sections") is not None:  # saved before abbreviations were data: its output stays
             self._abbreviations[lang] = []
 
+    # spaCy's contract: a serializers dict through spacy.util, ``exclude`` honoured by name
+    # ("cfg", "context_rules": the rules of every language)
+    def _writers(self) -> Dict[str, Any]:
+        """File name -> the JSON value saved under it."""
+        writers: Dict[str, Any] = {CFG_FILE: self._cfg, RULES_FILE: lambda: {"context_rules": self._effective_rules()}}
+        for lang in self._other_languages() if self.auto else ():
+            writers[language_rules_file(lang)] = lambda lang=lang: {"context_rules": self._effective_rules(lang)}
+        return writers
+
+    def _read(self, origin: str, read: Any) -> None:
+        """Collect what ``read`` (spaCy's from_bytes / from_disk over our readers) finds, then load it."""
+        found: Dict[str, Any] = {}
+        names = [CFG_FILE, RULES_FILE, *(language_rules_file(lang) for lang in self._other_languages())]
+        read({name: (lambda value, name=name: found.__setitem__(name, value)) for name in names})
+        others = {lang: found[language_rules_file(lang)] for lang in self._other_languages() if language_rules_file(lang) in found}
+        self._load(found.get(CFG_FILE, {}), found.get(RULES_FILE), origin, others)
+
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        data = {"cfg": self._cfg(), "context_rules": self._effective_rules()}
-        if self.auto:
-            data["language_rules"] = self._other_rules()
-        return srsly.json_dumps(data).encode("utf-8")
+        return json_to_bytes(self._writers(), exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ContextAssertion":
-        data = srsly.json_loads(bytes_data)
-        self._load(data.get("cfg", {}), data.get("context_rules"), f"{self.name}: bytes", data.get("language_rules"))
+        self._read(f"{self.name}: bytes", lambda readers: json_from_bytes(bytes_data, readers, exclude))
         return self
 
     def to_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> None:
-        path = ensure_path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(path / CFG_FILE, self._cfg())
-        srsly.write_json(path / RULES_FILE, {"context_rules": self._effective_rules()})
-        for lang, rules in (self._other_rules() if self.auto else {}).items():
-            srsly.write_json(path / language_rules_file(lang), {"context_rules": rules})
+        json_to_disk(path, self._writers(), exclude)
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ContextAssertion":
-        path = ensure_path(path)
-        cfg = srsly.read_json(path / CFG_FILE) if (path / CFG_FILE).exists() else {}
-        rules = srsly.read_json(path / RULES_FILE) if (path / RULES_FILE).exists() else None
-        others = {}
-        for lang in self._other_languages():
-            file = path / language_rules_file(lang)
-            if file.exists():
-                others[lang] = srsly.read_json(file)
-        self._load(cfg, rules, str(path / RULES_FILE), others)
+        origin = str(ensure_path(path) / RULES_FILE)
+        self._read(origin, lambda readers: json_from_disk(path, readers, exclude))
         return self
 
 

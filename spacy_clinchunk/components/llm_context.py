@@ -21,8 +21,6 @@ import logging
 import warnings
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
-import srsly
-from spacy import util
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
@@ -35,7 +33,7 @@ from ..llm.prompt import PromptTemplate, read_prompt
 from ..llm.scheduler import Breaker, CallPool, DocWork, Job, ask, in_order, sum_usage
 from ..llm import tokens as llm_tokens  # tiktoken itself loads on first use
 from ..llm.windows import Align, Oversized, content_id, fit_document, prompt_limit, token_windows, window_of
-from .base import require_extra
+from .base import json_from_bytes, json_from_disk, json_to_bytes, json_to_disk, require_extra
 from .settings import NonNegativeInt, PositiveInt, SettingError
 
 __all__ = ["LLMContext", "LLMContextError", "clean_context", "make_llm_context", "sum_usage"]
@@ -419,18 +417,19 @@ class LLMContext(Pipe):
         if state.get("template") and state.get("template_source") == self.prompt_template:
             self._prompt = PromptTemplate(state["template"], self.name)
 
+    # spaCy's contract: a serializers dict through spacy.util, ``exclude`` honoured ("llm_context")
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return srsly.json_dumps(self._state()).encode("utf-8")
+        return json_to_bytes({STATE_FILE: self._state}, exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "LLMContext":
-        self._load_state(srsly.json_loads(bytes_data))
+        json_from_bytes(bytes_data, {STATE_FILE: self._load_state}, exclude)
         return self
 
     def to_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> None:
-        util.to_disk(path, {STATE_FILE: lambda file: srsly.write_json(file, self._state())}, exclude)
+        json_to_disk(path, {STATE_FILE: self._state}, exclude)
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "LLMContext":
-        util.from_disk(path, {STATE_FILE: lambda file: file.exists() and self._load_state(srsly.read_json(file))}, exclude)
+        json_from_disk(path, {STATE_FILE: self._load_state}, exclude)
         return self
 
 

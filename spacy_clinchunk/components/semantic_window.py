@@ -27,7 +27,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Literal, Optio
 import numpy as np
 from spacy.language import Language
 from spacy.tokens import Doc
-from spacy.util import ensure_path, minibatch
+from spacy import util
+from spacy.util import minibatch
 
 from .base import ChunkRefiner, WordLists, refiner_factory, require_extra
 from ..embed.embedders import DEFAULT_MODEL, Embedder
@@ -423,14 +424,13 @@ class SemanticWindow(ChunkRefiner):
         return False
 
     # -- serialization ----------------------------------------------------------
+    # the data of every refiner plus the embedding model (``save_model``), ``exclude``: "model"
     def to_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> None:
         super().to_disk(path, exclude=exclude)
         if self.save_model:
-            self.embedder.save(ensure_path(path) / MODEL_DIR)
+            util.to_disk(path, {MODEL_DIR: self.embedder.save}, exclude)
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "SemanticWindow":
         super().from_disk(path, exclude=exclude)
-        saved = ensure_path(path) / MODEL_DIR
-        if saved.is_dir():
-            self.embedder.use_saved(saved)
+        util.from_disk(path, {MODEL_DIR: lambda saved: saved.is_dir() and self.embedder.use_saved(saved)}, exclude)
         return self

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence
 
-from .. import attrs
 from .records import RECORD_FIELDS
 from .vectorstores import adapter_metadata, chunk_texts_with_ids, embed_texts, offline_embedder, resolve_chunks
 

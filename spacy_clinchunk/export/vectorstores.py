@@ -12,13 +12,13 @@ lists as lists.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from spacy.tokens import Doc
 
 from .. import attrs
 from .ids import DocumentIds
-from .records import RecordError, chunk_records, default_chunks_key, iter_records, records_of
+from .records import RecordError, default_chunks_key, iter_records, records_of
 
 # the value stored for a chunk nobody assessed (vector stores refuse None)
 NO_ASSERTION = "unassessed"
