@@ -24,7 +24,7 @@ def reference_row(limit):
     import spacy
     from spacy.training import Example
 
-    from spacy_clinchunk.groundtruth.annotations import AnnotatedCorpus
+    from spacy_clinchunk.groundtruth.reader import AnnotatedCorpus
     from spacy_clinchunk.groundtruth.evaluate import ChunkScorer
 
     examples = []

@@ -14,12 +14,9 @@ import logging
 from importlib import import_module
 from typing import Any
 
-from . import _moved
-
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 logging.getLogger("spacy_clinchunk").addHandler(logging.NullHandler())
-_moved.install()  # old flat-layout module paths stay importable
 
 # public name -> "module:attribute", imported on first access
 _LAZY = {
@@ -37,6 +34,8 @@ _LAZY = {
     "ClinChunkNodeParser": "spacy_clinchunk.export.llama_index:ClinChunkNodeParser",
     "run_corpus": "spacy_clinchunk.corpus:run_corpus",
     "read_annotated": "spacy_clinchunk.groundtruth.reader:read_annotated",
+    "PipelineSpec": "spacy_clinchunk.pipeline:PipelineSpec",
+    "records_of": "spacy_clinchunk.export.records:records_of",
     "AnnotatedCorpus": "spacy_clinchunk.groundtruth.reader:AnnotatedCorpus",
     "evaluate_corpus": "spacy_clinchunk.groundtruth.evaluate:evaluate_corpus",
 }

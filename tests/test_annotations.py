@@ -9,7 +9,8 @@ from spacy.util import registry
 from thinc.api import ConfigValidationError
 
 from conftest import GSC_DIR, SAMPLE_JSON, requires_shared_data
-from spacy_clinchunk.groundtruth.annotations import AnnotationError, read_annotated
+from spacy_clinchunk.groundtruth.model import AnnotationError
+from spacy_clinchunk.groundtruth.reader import read_annotated
 from spacy_clinchunk.groundtruth.voronoi import OverlapError
 
 TEXT = "The affected families are described. Brachydactyly type A-1 (BDA-1) and hypoplastic nails."

@@ -6,15 +6,12 @@ optional dependency and run in milliseconds.
 """
 import ast
 import importlib
-import re
-import sys
 from pathlib import Path
 from typing import Dict, List, Set
 
 import pytest
 
 import spacy_clinchunk
-from spacy_clinchunk import _moved
 
 PACKAGE_DIR = Path(spacy_clinchunk.__file__).resolve().parent
 PACKAGE = "spacy_clinchunk"
@@ -156,15 +153,6 @@ def test_modules_stay_small():
         if lines > MAX_LINES and name not in ONE_IDEA:
             big.append(f"{name} ({lines} lines)")
     assert not big, "modules over ~400 lines: " + ", ".join(big)
-
-
-@pytest.mark.parametrize("old", sorted(_moved.MOVED))
-def test_old_module_paths_still_import(old):
-    new = importlib.import_module(_moved.MOVED[old])
-    sys.modules.pop(old, None)  # a first import of the old path, as in a user's process
-    with pytest.warns(DeprecationWarning, match=re.escape(_moved.MOVED[old])):
-        aliased = importlib.import_module(old)
-    assert aliased is new and new.__spec__.name == _moved.MOVED[old]
 
 
 @pytest.mark.parametrize("name", sorted(spacy_clinchunk.__all__))

@@ -453,17 +453,6 @@ def test_entry_points_declared():
     assert spacy.registry.misc.get("spacy_clinchunk.ContextRules.v1") is context_rules_v1
 
 
-def test_names_of_0_1_still_import_from_the_component_module():
-    from spacy_clinchunk.components import context_assertion as component
-
-    for name in ("FACTORY", "PRECEDENCE", "ContextRulesError", "context_rules_v1", "read_rules_file", "shipped_rules"):
-        assert hasattr(component, name), name
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from spacy_clinchunk.context_assertion import ContextAssertion  # the flat path of 0.1
-    assert ContextAssertion is component.ContextAssertion
-
-
 def test_import_is_light():
     code = (
         "import sys, spacy; import spacy_clinchunk.components.context_assertion; spacy.blank('en');"
@@ -740,9 +729,6 @@ def test_headers_without_body_cues_inside_concepts_mixed_languages(text, concept
 
 
 # -- data through initialize, settings from config, saved pipelines, extension names ---------
-SAVED_0_1 = ROOT / "tests" / "data" / "saved_0_1" / "assertion"
-# expected.json holds the values under the names of 0.1
-OLD_NAMES = {"assertion": "clin_assertion", "assertion_cues": "clin_assertion_cues", "section": "clin_section"}
 ZONK = [{"literal": "zonk", "category": "NEGATED_EXISTENCE", "direction": "FORWARD"}]
 
 
@@ -754,16 +740,6 @@ def _values(doc, key=attrs.CHUNKS_KEY, prefix="clin_"):
 @pytest.fixture(scope="module")
 def example_text():
     return EXAMPLE_NOTE.read_text(encoding="utf-8")
-
-
-def test_a_pipeline_saved_by_0_1_loads_and_gives_its_values(example_text):
-    expected = json.loads((SAVED_0_1 / "expected.json").read_text(encoding="utf-8"))
-    doc = spacy.load(SAVED_0_1)(example_text)
-    for key, spans in expected["groups"].items():
-        assert [[s.start_char, s.end_char, s.label_] for s in doc.spans[key]] == spans
-        got = [{f: s._.get(OLD_NAMES[f]) for f in OLD_NAMES} for s in doc.spans[key]]
-        assert got == [{f: row[f] for f in OLD_NAMES} for row in expected["ext"][key]]
-    assert {row["assertion"] for row in expected["ext"]["clin_chunks"]} >= {"negated", "historical", "affirmed"}
 
 
 def test_to_disk_and_spacy_load_give_identical_output(assertion_nlp, example_text, tmp_path):

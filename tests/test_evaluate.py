@@ -8,7 +8,7 @@ from spacy.training import Example
 from spacy.util import registry
 
 from conftest import CONFIG_DIR, GSC_DIR, SAMPLE_JSON, requires_shared_data
-from spacy_clinchunk.groundtruth.annotations import AnnotatedCorpus, read_annotated
+from spacy_clinchunk.groundtruth.reader import AnnotatedCorpus, read_annotated
 from spacy_clinchunk.cli import main
 from spacy_clinchunk.groundtruth.evaluate import METRICS, ChunkScorer, document_tally, evaluate_corpus, iou
 from spacy_clinchunk.pipeline import load_pipeline

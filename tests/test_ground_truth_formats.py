@@ -8,18 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spacy.training import Example
 
-from spacy_clinchunk.groundtruth.annotations import (
-    AnnotatedCorpus,
-    AnnotatedDocument,
-    Annotation,
-    AnnotationError,
-    ReadPolicy,
-    document_from_record,
-    document_to_doc,
-    document_to_record,
-    load_documents,
-    read_annotated,
-)
+from spacy_clinchunk.groundtruth.align import document_to_doc
+from spacy_clinchunk.groundtruth.formats import load_documents
+from spacy_clinchunk.groundtruth.json_format import document_from_record, document_to_record
+from spacy_clinchunk.groundtruth.model import AnnotatedDocument, Annotation, AnnotationError, ReadPolicy
+from spacy_clinchunk.groundtruth.reader import AnnotatedCorpus, read_annotated
 from spacy_clinchunk.groundtruth.bioc import dumps_bioc_json, read_bioc_bytes, to_bioc_xml
 from spacy_clinchunk.groundtruth.brat import parse_ann, read_brat, to_ann
 from spacy_clinchunk.groundtruth.evaluate import ChunkScorer

@@ -130,7 +130,7 @@ def scored_pipeline(**config):
 def annotated_examples(nlp):
     from spacy.training import Example
 
-    from spacy_clinchunk.groundtruth.annotations import read_annotated
+    from spacy_clinchunk.groundtruth.reader import read_annotated
 
     record = {
         "doc_id": "scored",

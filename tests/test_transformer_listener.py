@@ -97,7 +97,7 @@ def test_chunks_are_exact_and_match_the_second_model_in_pooled_mode(trf_nlp):
     text = EXAMPLE_NOTE.read_text(encoding="utf-8")
     doc = trf_nlp(text)
     assert_exact_spans(doc)
-    default = load_pipeline(CONFIG_DIR.parent / "tests" / "data" / "configs_0_1" / "default.cfg")  # the sliding window without the ceiling, as transformer.cfg
+    default = load_pipeline(CONFIG_DIR.parent / "tests" / "data" / "configs" / "semantic_no_ceiling.cfg")  # the sliding window without the ceiling, as transformer.cfg
     default.get_pipe("clin_semantic_window").mode = "pooled"
     second = offsets(default(text))
     ours = offsets(doc)

@@ -19,7 +19,7 @@ from ..resources_io import resolve_language, resolve_override
 from ..spans import Abbreviations, Range, current_ranges, doc_text, write_group
 
 RESOURCES_FILE = "resources.json"
-DATA_FORMAT = 2  # resources.json of version 1 also held settings; they are ignored now
+DATA_FORMAT = 2  # of resources.json: the data only (the source it was built from, the lists)
 CHUNK_SCORER = {"@scorers": "spacy_clinchunk.ChunkScorer.v1"}
 # what `spacy train` weighs (integrity and isolation pull against each other; coverage guards
 # against dropped text) and the informational scores it shows but does not weigh
@@ -226,14 +226,13 @@ class ChunkRefiner(Pipe):
     def _load_state(self, state: Dict[str, Any]) -> None:
         saved: Dict[str, Any] = {k: _copy(v) for k, v in state.get("resources", {}).items()}
         self._given = {n: saved[n] for n in state.get("initialized", ()) if n in self.resource_names and n in saved}
-        source = state.get("source") or {"lang": state.get("lang"), "overrides": self.overrides}  # format 1
-        if source != self._source():
+        if state.get("source") != self._source():
             # the config asks for other data (language or overrides changed): build it anew on
             # first use, keeping only the lists that initialize gave
             self._data = None
             return
         for list_name in (*self.resource_names, *self.package_data):
-            if list_name not in saved:  # saved by version 1, which did not carry it
+            if list_name not in saved:  # a list added to the package since the copy was saved
                 saved[list_name] = _shipped(self.lang, list_name)
         self._set_data(saved)
 

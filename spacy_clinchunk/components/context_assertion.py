@@ -38,17 +38,7 @@ from ..assertion.cues import compile_rules
 from ..assertion.extensions import ExtensionNames
 from ..assertion.language import detect_language
 from ..assertion.layout import abbreviation_set
-from ..assertion.rules import (  # noqa: F401  (PRECEDENCE ... shipped_rules: the public names of 0.1)
-    PRECEDENCE,
-    ContextRulesError,
-    RuleDict,
-    build_rules,
-    context_rules_v1,
-    merge_rules,
-    read_rules_file,
-    shipped_rules,
-    validate_rules,
-)
+from ..assertion.rules import RuleDict, build_rules, merge_rules, validate_rules
 from ..assertion.sections import SectionData, SectionTable, check_sections, section_data
 from ..assertion.status import AssertionEngine
 from ..resources_io import (
@@ -71,7 +61,7 @@ LIGHT_WORDS_RESOURCE = "assertion_light_words"
 ABBREVIATIONS_RESOURCE = "abbreviations"  # "bds.", "Pat.": a period after one ends no scope
 RULES_FILE = "context_rules.json"
 CFG_FILE = "cfg.json"
-DATA_FORMAT = 2  # cfg.json of format 1 held settings; only its language counts
+DATA_FORMAT = 2  # of cfg.json: the data of the main language and the source it was built from
 AUTO_DATA_FORMAT = 3  # format 2 plus the data of the other languages ("languages")
 AUTO = "auto"
 ENTS = "ents"
@@ -367,11 +357,7 @@ class ContextAssertion(Pipe):
         }
 
     def _load(self, cfg: Dict[str, Any], rules: Any, origin: str, other_rules: Optional[Dict[str, Any]] = None) -> None:
-        source = cfg.get("source") or {  # format 1 held settings; only its language counts
-            "lang": cfg.get("lang", self.lang),
-            "rules": self._rules_setting,
-            "include_default_rules": cfg.get("include_default_rules", self.include_default_rules),
-        }
+        source = cfg.get("source")
         if source != json.loads(json.dumps(self._source())):
             return  # the config asks for other data: built from the package on first use
         self._engines = {}
@@ -389,8 +375,6 @@ class ContextAssertion(Pipe):
             self._sections[lang] = check_sections(data["sections"], f"{origin}: sections")
         if data.get("abbreviations") is not None:
             self._abbreviations[lang] = resolve_override(data["abbreviations"], f"{origin}: abbreviations")
-        elif data.get("sections") is not None:  # saved before abbreviations were data: its output stays
-            self._abbreviations[lang] = []
 
     # spaCy's contract: a serializers dict through spacy.util, ``exclude`` honoured by name
     # ("cfg", "context_rules": the rules of every language)

@@ -27,7 +27,7 @@ from spacy.tokens import Doc, Span
 
 from .. import attrs
 from ..fileio import warn_once
-from ..llm.cache_adapter import AnswerCache, cache_of_cache_path
+from ..llm.cache_adapter import AnswerCache
 from ..llm.output import clean_context
 from ..llm.prompt import PromptTemplate, read_prompt
 from ..llm.scheduler import Breaker, CallPool, DocWork, Job, ask, in_order, sum_usage
@@ -70,9 +70,6 @@ class LLMContextError(RuntimeError):
         "strict": False,
         "cache": None,
         "overwrite": True,
-        # deprecated settings of 0.1, read so that its configs and saved pipelines load
-        "cache_path": None,
-        "prompt_template": None,
     },
     assigns=[
         "doc.spans",
@@ -106,8 +103,6 @@ def make_llm_context(
     strict: bool,
     cache: Optional[Any],
     overwrite: bool,
-    cache_path: Optional[str],
-    prompt_template: Optional[str],
 ):
     if chunk_overlap >= chunk_size:
         raise SettingError(f"{name}: chunk_overlap ({chunk_overlap}) must be less than chunk_size ({chunk_size})")
@@ -117,16 +112,6 @@ def make_llm_context(
         raise SettingError(f"{name}: model must be an LLM client or spacy_clinchunk.HeuristicContext.v1")
     if fallback is not None and not hasattr(fallback, "describe"):
         raise SettingError(f"{name}: fallback must be a context builder such as spacy_clinchunk.HeuristicContext.v1")
-    if cache is not None and cache_path is not None:
-        raise SettingError(f"{name}: cache and the deprecated cache_path are both set; keep only cache")
-    if cache_path is not None:
-        cache = cache_of_cache_path(name, cache_path)
-    if prompt_template is not None:
-        warn_once(
-            f"{name}: prompt_template is deprecated; the template is data now: [initialize.components.{name}] "
-            f'prompt = {{"@misc": "spacy_clinchunk.PromptTemplate.v1", "path": "{prompt_template}"}}',
-            DeprecationWarning,
-        )
     require_extra(nlp, "llm")
     return LLMContext(
         nlp,
@@ -150,7 +135,6 @@ def make_llm_context(
         strict=strict,
         cache=cache,
         overwrite=overwrite,
-        prompt_template=prompt_template,
     )
 
 
@@ -181,7 +165,6 @@ class LLMContext(Pipe):
         strict: bool,
         cache: Optional[Any],
         overwrite: bool,
-        prompt_template: Optional[str],
     ) -> None:
         attrs.register_extensions()
         self.name = name
@@ -206,19 +189,18 @@ class LLMContext(Pipe):
         self.strict = strict
         self.cache = cache
         self.overwrite = overwrite
-        self.prompt_template = prompt_template  # deprecated: where the template is read when none was given
         self.answers = AnswerCache(cache, name)
         self._prompt: Optional[PromptTemplate] = None
 
     # -- data: the prompt template ------------------------------------------------
     def initialize(self, get_examples: Any = None, *, nlp: Optional[Language] = None, prompt: Optional[str] = None) -> None:
         """Load the prompt template: ``prompt`` (the template's text), else the packaged one."""
-        text = prompt if prompt is not None else read_prompt(self.prompt_template, self.name)
+        text = prompt if prompt is not None else read_prompt(None, self.name)
         self._prompt = PromptTemplate(text, self.name)
 
     @property
     def prompt(self) -> PromptTemplate:
-        """The template; the packaged one (or the deprecated ``prompt_template`` file) if nothing set it."""
+        """The template; the packaged one if nothing set it."""
         if self._prompt is None:
             self.initialize()
         return self._prompt  # type: ignore[return-value]
@@ -408,16 +390,13 @@ class LLMContext(Pipe):
         return self.fallback.describe(text, span.start_char, span.end_char, self.document_type, index, total)
 
     # -- serialization: data only (the template's text); settings stay with the config ----
-    # ``template_source`` is the deprecated ``prompt_template`` the copy was made under: a
-    # config that names another file reads that file instead of the saved copy.
     def _state(self) -> Dict[str, Any]:
-        return {"template": self.prompt.text, "template_source": self.prompt_template}
+        return {"template": self.prompt.text}
 
     def _load_state(self, state: Dict[str, Any]) -> None:
-        if state.get("template") and state.get("template_source") == self.prompt_template:
+        if state.get("template"):
             self._prompt = PromptTemplate(state["template"], self.name)
 
-    # spaCy's contract: a serializers dict through spacy.util, ``exclude`` honoured ("llm_context")
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         return json_to_bytes({STATE_FILE: self._state}, exclude)
 

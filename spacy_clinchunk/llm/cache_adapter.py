@@ -11,9 +11,7 @@ import threading
 from typing import Any, Dict, Optional
 
 from ..fileio import warn_once
-from .cache import DEFAULT, cache_key, sqlite_cache_v1
-
-SWITCH_ON = '{"@misc": "spacy_clinchunk.SQLiteCache.v1"}'
+from .cache import cache_key
 
 
 class AnswerCache:
@@ -79,17 +77,3 @@ class AnswerCache:
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__init__(state["cache"], state["owner"])
-
-
-def cache_of_cache_path(owner: str, cache_path: str) -> Optional[Any]:
-    """The cache of 0.1's deprecated ``cache_path``: ``"default"`` (its unchosen default) is
-    no cache now, said once; a path is a :class:`~spacy_clinchunk.llm.cache.SQLiteCache` there."""
-    if cache_path == DEFAULT:
-        warn_once(
-            f'{owner}: cache_path = "default" is deprecated and writes no cache any more (the LLM cache is '
-            f"off unless chosen); to keep caching answers, set cache = {SWITCH_ON}"
-        )
-        return None
-    with_path = SWITCH_ON[:-1] + f', "path": "{cache_path}"}}'
-    warn_once(f"{owner}: cache_path is deprecated; write cache = {with_path}", DeprecationWarning)
-    return sqlite_cache_v1(cache_path)

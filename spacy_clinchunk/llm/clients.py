@@ -28,7 +28,6 @@ from typing import Any, Dict, Optional
 from spacy.util import registry
 
 from .deadline import deadline_adapter, watching
-from .heuristic import HeuristicContext, heuristic_context_v1  # noqa: F401  (their 0.1 home)
 
 logger = logging.getLogger("spacy_clinchunk")
 
