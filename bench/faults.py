@@ -36,7 +36,8 @@ SETTINGS = {"chunk_size": 100, "chunk_overlap": 20, "max_consecutive_failures": 
 def build(url, cache=None):
     from spacy.util import load_config, load_model_from_config
 
-    overrides = {f"components.clin_llm_context.{k}": v for k, v in SETTINGS.items()}
+    slot = {"chunk_size": "windows", "chunk_overlap": "windows", "max_consecutive_failures": "scheduler", "max_concurrency": "scheduler"}
+    overrides = {f"components.clin_llm_context.{slot[k]}.{k}": v for k, v in SETTINGS.items()}
     overrides.update({f"components.clin_llm_context.model.{k}": v for k, v in MODEL.items()})
     overrides["components.clin_llm_context.model.base_url"] = url
     # the answer cache is off unless a run asks for one (its file holds note-derived text)

@@ -79,7 +79,7 @@ def build(url=None, concurrency=4, cache=None):
 
     overrides = {
         "components.clin_llm_context.cache": {"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": cache} if cache else None,
-        "components.clin_llm_context.max_concurrency": concurrency,
+        "components.clin_llm_context.scheduler.max_concurrency": concurrency,
     }
     if url is not None:
         overrides["components.clin_llm_context.model.base_url"] = url

@@ -33,7 +33,8 @@ def build(name: str):
         return load_pipeline(name)
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
-    nlp.add_pipe("clin_llm_context", config={"model": HEURISTIC, "chunk_size": 16, "chunk_overlap": 4})
+    windows = {"@misc": "spacy_clinchunk.TokenWindows.v1", "chunk_size": 16, "chunk_overlap": 4}
+    nlp.add_pipe("clin_llm_context", config={"model": HEURISTIC, "windows": windows})
     nlp.initialize()
     return nlp
 

@@ -100,3 +100,30 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in MATRIX_WHOLE:
             item.add_marker(pytest.mark.matrix)
+
+
+# clin_llm_context's settings by slot: the registered part that holds each (llm.parts)
+LLM_SLOTS = {
+    "windows": ("spacy_clinchunk.TokenWindows.v1", ("chunk_size", "chunk_overlap", "encoding", "align", "align_tolerance")),
+    "task": ("spacy_clinchunk.ContextTask.v1", ("document_type", "document_chars", "oversized_document", "context_size")),
+    "scheduler": ("spacy_clinchunk.CallScheduler.v1", ("max_concurrency", "max_consecutive_failures")),
+}
+
+
+def llm_config(**settings):
+    """A clin_llm_context config from settings named as the parts name them: ``chunk_size=40``
+    goes into the ``windows`` part, ``context_size`` into ``task`` ..., the rest stays as it is."""
+    config = {}
+    for name, value in settings.items():
+        slot = next((s for s, (_, keys) in LLM_SLOTS.items() if name in keys), None)
+        if slot is None:
+            config[name] = value
+        else:
+            config.setdefault(slot, {"@misc": LLM_SLOTS[slot][0]})[name] = value
+    return config
+
+
+def llm_setting(name):
+    """The dotted path of a clin_llm_context setting: ``components.clin_llm_context.windows.chunk_size``."""
+    slot = next((s for s, (_, keys) in LLM_SLOTS.items() if name in keys), None)
+    return f"components.clin_llm_context.{slot + '.' if slot else ''}{name}"

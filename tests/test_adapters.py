@@ -3,6 +3,7 @@ import sys
 
 import pytest
 
+from conftest import llm_setting
 from spacy_clinchunk.export.records import RECORD_FIELDS
 
 NOTE = (
@@ -179,7 +180,7 @@ def rag_nlp(module_server):
 
     overrides = {"components.clin_llm_context.model.base_url": module_server.url,
                  "components.clin_llm_context.model.max_retries": 1,
-                 "components.clin_llm_context.chunk_size": 16, "components.clin_llm_context.chunk_overlap": 0}
+                 llm_setting("chunk_size"): 16, llm_setting("chunk_overlap"): 0}
     return resolve_pipeline("contextual_rag", overrides).nlp
 
 

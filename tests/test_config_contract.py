@@ -4,6 +4,7 @@ A saved pipeline loaded with ``spacy.load(path, config={...})`` must show each o
 the component, not only in ``nlp.config``; a saved pipeline never reads ``resources/`` again.
 """
 import json
+import operator
 from pathlib import Path
 
 import pytest
@@ -46,8 +47,8 @@ CASES = [
     ("clin_semantic_window", {"embedder": TOPIC}, "negation_merge", False, "negation_merge", False),
     ("clin_context_assertion", {"include_default_rules": False}, "max_scope", 4, "max_scope", 4),
     ("clin_context_assertion", {"include_default_rules": False}, "span_keys", ["x"], "span_keys", ["x"]),
-    ("clin_llm_context", {"model": HEURISTIC}, "chunk_size", 500, "chunk_size", 500),
-    ("clin_llm_context", {"model": HEURISTIC}, "context_size", 20, "context_size", 20),
+    ("clin_llm_context", {"model": HEURISTIC}, "windows.chunk_size", 500, "windows.chunk_size", 500),
+    ("clin_llm_context", {"model": HEURISTIC}, "task.context_size", 20, "task.context_size", 20),
 ]
 
 
@@ -56,8 +57,11 @@ CASES = [
 def test_saved_pipeline_honours_setting_overrides(tmp_path, factory, config, setting, value, attribute, seen):
     _, path = saved(tmp_path, (factory, config))
     loaded = spacy.load(path, config={f"components.{factory}.{setting}": value})
-    assert loaded.config["components"][factory][setting] == value
-    assert getattr(loaded.get_pipe(factory), attribute) == seen
+    section = loaded.config["components"][factory]
+    for part in setting.split(".")[:-1]:  # a setting of a part (clin_llm_context's windows, task)
+        section = section[part]
+    assert section[setting.split(".")[-1]] == value
+    assert operator.attrgetter(attribute)(loaded.get_pipe(factory)) == seen
 
 
 @pytest.mark.matrix

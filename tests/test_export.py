@@ -2,7 +2,6 @@
 import pytest
 import spacy
 
-import spacy_clinchunk
 from spacy_clinchunk.attrs import register_extensions
 from spacy_clinchunk.export.vectorstores import NO_ASSERTION, adapter_metadata, to_chroma, vector_metadata
 from spacy_clinchunk.export.records import RecordError, chunk_records
@@ -27,7 +26,7 @@ def docs():
     nlp.add_pipe("sentencizer")
     nlp.add_pipe(
         "clin_llm_context",
-        config={"chunk_size": 24, "chunk_overlap": 4, "align": "sentences",
+        config={"windows": {"@misc": "spacy_clinchunk.TokenWindows.v1", "chunk_size": 24, "chunk_overlap": 4, "align": "sentences"},
                 "model": {"@misc": "spacy_clinchunk.HeuristicContext.v1"}},
     )
     out = []

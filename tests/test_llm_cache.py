@@ -7,6 +7,7 @@ import textwrap
 
 from spacy.util import registry
 
+from conftest import llm_config
 from llm_server import FakeLLMServer
 from spacy_clinchunk.llm.cache import SQLiteCache, cache_key
 
@@ -74,7 +75,8 @@ WORKER = textwrap.dedent(
     import spacy
     nlp = spacy.blank("en")
     nlp.add_pipe("clin_llm_context", config={
-        "chunk_size": 30, "chunk_overlap": 5, "max_concurrency": 4,
+        "windows": {"@misc": "spacy_clinchunk.TokenWindows.v1", "chunk_size": 30, "chunk_overlap": 5},
+        "scheduler": {"@misc": "spacy_clinchunk.CallScheduler.v1", "max_concurrency": 4},
         "cache": {"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": sys.argv[1]},
         "model": {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": sys.argv[2], "backoff": 0.01}})
     texts = sys.stdin.read().split("\\f")
@@ -117,10 +119,10 @@ def test_two_processes_share_the_cache(tmp_path):
         assert calls_first == sum(calls for calls, _, _ in first)
         # a later run (this process) over all notes: every chunk comes from the cache
         nlp = spacy.blank("en")
-        nlp.add_pipe("clin_llm_context", config={
+        nlp.add_pipe("clin_llm_context", config=llm_config(**{
             "chunk_size": 30, "chunk_overlap": 5,
             "cache": {"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": str(cache)},
-            "model": {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": server.url}})
+            "model": {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": server.url}}))
         docs = list(nlp.pipe(notes))
         assert len(server.requests) == calls_first
         n_chunks = sum(len(d.spans["clin_rag_chunks"]) for d in docs)

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli_helpers import run_cli
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, llm_config, llm_setting
 from llm_server import answer_for, refused_url
 from spacy_clinchunk.components.llm_context import LLMContextError, clean_context
 from spacy_clinchunk.llm.tokens import count_tokens, get_encoding
@@ -58,7 +58,7 @@ def build(model=None, sentencizer=True, prompt=None, **config):
     if sentencizer:
         nlp.add_pipe("sentencizer")
     config["model"] = model or {"@misc": "spacy_clinchunk.HeuristicContext.v1"}
-    component = nlp.add_pipe("clin_llm_context", config=config)
+    component = nlp.add_pipe("clin_llm_context", config=llm_config(**config))
     if prompt is not None:
         component.initialize(prompt=prompt)
     return nlp
@@ -110,7 +110,7 @@ def _hyp_nlp(chunk_size, overlap, align):
     if align not in _HYP:
         _HYP[align] = build(align=align)
     component = _HYP[align].get_pipe("clin_llm_context")
-    component.chunk_size, component.chunk_overlap = chunk_size, overlap
+    component.windows.chunk_size, component.windows.chunk_overlap = chunk_size, overlap
     return _HYP[align]
 
 
@@ -167,8 +167,8 @@ def test_clin_chunks_alignment_uses_the_chunk_group():
     nlp = load_pipeline(CONFIG_DIR / "punct_conj_cleaned.cfg")
     nlp.add_pipe(
         "clin_llm_context",
-        config={"chunk_size": 120, "chunk_overlap": 20, "align": "clin_chunks",
-                "model": {"@misc": "spacy_clinchunk.HeuristicContext.v1"}},
+        config=llm_config(chunk_size=120, chunk_overlap=20, align="clin_chunks",
+                          model={"@misc": "spacy_clinchunk.HeuristicContext.v1"}),
     )
     doc = nlp(make_note(60, seed=3))
     spans = check_windows(doc, 120)
@@ -499,8 +499,8 @@ def test_to_disk_and_load_give_identical_output_without_secrets(server, tmp_path
     assert fresh.prompt.text != template  # the packaged one
     fresh.from_bytes(component.to_bytes())
     assert fresh.prompt == component.prompt
-    shrunk = spacy.load(tmp_path / "pipe", config={"components.clin_llm_context.context_size": 20})
-    assert shrunk.get_pipe("clin_llm_context").context_size == 20  # a setting: from the config
+    shrunk = spacy.load(tmp_path / "pipe", config={llm_setting("context_size"): 20})
+    assert shrunk.get_pipe("clin_llm_context").task.context_size == 20  # a setting: from the config
     assert shrunk.get_pipe("clin_llm_context").prompt.text == template  # data: from disk
 
 
@@ -528,7 +528,7 @@ def test_cli_sums_llm_usage(server, tmp_path, monkeypatch):
     result = run_cli(
         "chunk", note, copy, "--config", CONFIG_DIR / "contextual_rag.cfg", "--spans-key", KEY, "--format", "jsonl",
         "--components.clin_llm_context.model.base_url", server.url,
-        "--components.clin_llm_context.chunk_size", "100", "--components.clin_llm_context.chunk_overlap", "20",
+        "--" + llm_setting("chunk_size"), "100", "--" + llm_setting("chunk_overlap"), "20",
         "--components.clin_llm_context.cache", '{"@misc": "spacy_clinchunk.SQLiteCache.v1"}',
     )
     assert result.returncode == 0, result.stderr[-2000:]
@@ -550,21 +550,21 @@ def test_multiprocess_pipe_with_heuristic_context():
     assert multi == single
 
 
-@pytest.mark.parametrize("setting,value,says", [
+@pytest.mark.parametrize("setting,value,says", [  # a part's setting: named with its slot
     ("chunk_overlap", 1000, "chunk_overlap (1000) must be less than chunk_size (1000)"),
-    ("chunk_size", 0, "chunk_size must be an integer >= 1"),
-    ("align", "paragraphs", "align must be one of 'tokens', 'sentences', 'clin_chunks'"),
-    ("oversized_document", "truncate", "oversized_document must be one of 'truncate_middle', 'head', 'skip'"),
-    ("max_concurrency", 1.5, "max_concurrency must be an integer >= 1"),
-    ("document_chars", -1, "document_chars must be an integer >= 0 or null"),
+    ("chunk_size", 0, "windows: chunk_size: ensure this value is greater than or equal to 1, got 0"),
+    ("align", "paragraphs", "windows: align: unexpected value; permitted: 'tokens', 'sentences', 'clin_chunks'"),
+    ("oversized_document", "truncate", "task: oversized_document: unexpected value; permitted: 'truncate_middle', 'head', 'skip'"),
+    ("max_concurrency", 1.5, "scheduler: max_concurrency: value is not a valid integer, got 1.5"),
+    ("document_chars", -1, "task: document_chars: ensure this value is greater than or equal to 0, got -1"),
 ])
 def test_a_bad_setting_is_one_line_naming_it(setting, value, says):
     from spacy_clinchunk.pipeline import PipelineError, load_pipeline
 
     with pytest.raises(PipelineError) as info:
-        load_pipeline(CONFIG_DIR / "contextual_rag.cfg", {f"components.clin_llm_context.{setting}": value})
+        load_pipeline(CONFIG_DIR / "contextual_rag.cfg", {llm_setting(setting): value})
     message = str(info.value)
-    assert message.startswith("clin_llm_context: ") and says in message and "\n" not in message
+    assert message.startswith("clin_llm_context") and says in message and "\n" not in message
 
 
 def test_contradicting_settings_raise_setting_error():

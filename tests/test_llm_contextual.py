@@ -9,7 +9,7 @@ import spacy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import CONFIG_DIR, EXAMPLE_NOTE
+from conftest import CONFIG_DIR, EXAMPLE_NOTE, llm_config
 from llm_server import refused_url
 from spacy_clinchunk.components.settings import SettingError
 from spacy_clinchunk.export.records import chunk_records
@@ -42,7 +42,8 @@ def contextual(model, tmp_path_factory):
     if key in _LOADED:
         return _LOADED[key]
     config = Config().from_disk(CONFIG_DIR / "contextual.cfg", interpolate=False)
-    config["components"]["clin_llm_context"].update({**SMALL, "model": model})
+    config["components"]["clin_llm_context"]["windows"].update(SMALL)
+    config["components"]["clin_llm_context"]["model"] = model
     path = tmp_path_factory.mktemp("contextual") / "contextual.cfg"
     config.to_disk(path, interpolate=False)
     _LOADED[key] = resolve_pipeline(path)
@@ -214,7 +215,7 @@ def heuristic_pipeline(**config):
     nlp.add_pipe("sentencizer")
     nlp.add_pipe("clin_punct_splitter")
     config = {"model": HEURISTIC, "chunk_size": 40, "chunk_overlap": 8, **config}
-    nlp.add_pipe("clin_llm_context", config=config)
+    nlp.add_pipe("clin_llm_context", config=llm_config(**config))
     return nlp
 
 

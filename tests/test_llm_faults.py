@@ -11,6 +11,7 @@ import pytest
 import spacy
 from spacy.util import registry
 
+from conftest import llm_config
 from llm_server import FakeLLMServer, SocketFaultServer, answer_for
 from spacy_clinchunk.llm.clients import TransientLLMError
 
@@ -35,7 +36,7 @@ def build(url, **config):
              **config.pop("model", {})}
     if "cache" in config:
         config["cache"] = {"@misc": "spacy_clinchunk.SQLiteCache.v1", "path": str(config["cache"])}
-    nlp.add_pipe("clin_llm_context", config={"chunk_size": 20, "chunk_overlap": 4, "model": model, **config})
+    nlp.add_pipe("clin_llm_context", config=llm_config(chunk_size=20, chunk_overlap=4, model=model, **config))
     return nlp
 
 

@@ -4,6 +4,7 @@ import random
 
 import spacy
 
+from conftest import llm_config
 from llm_server import FakeLLMServer, answer_for
 
 KEY = "clin_rag_chunks"
@@ -22,11 +23,11 @@ def notes(n, seed=0):
 def build(url, concurrency, **config):
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
-    nlp.add_pipe("clin_llm_context", config={
+    nlp.add_pipe("clin_llm_context", config=llm_config(**{
         "chunk_size": 30, "chunk_overlap": 6, "align": "sentences",
         "max_concurrency": concurrency,
         "model": {"@misc": "spacy_clinchunk.Ollama.v1", "base_url": url}, **config,
-    })
+    }))
     return nlp
 
 

@@ -13,6 +13,8 @@ from bisect import bisect_left, bisect_right
 import pytest
 import spacy
 
+from conftest import llm_config
+
 from llm_server import FakeLLMServer
 from spacy_clinchunk.spans import seed_ranges
 from spacy_clinchunk.llm.tokens import get_encoding
@@ -101,10 +103,10 @@ def build(align="tokens", size=60, overlap=12, model=None, **config):
     nlp.add_pipe("sentencizer")
     nlp.add_pipe(
         "clin_llm_context",
-        config={
-            "chunk_size": size, "chunk_overlap": overlap, "align": align,
-            "model": model or {"@misc": "spacy_clinchunk.HeuristicContext.v1"}, **config,
-        },
+        config=llm_config(
+            chunk_size=size, chunk_overlap=overlap, align=align,
+            model=model or {"@misc": "spacy_clinchunk.HeuristicContext.v1"}, **config,
+        ),
     )
     return nlp
 

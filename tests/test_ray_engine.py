@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 import corpus_helpers as helpers
 from corpus_helpers import GATE_DOC, POISON, build_corpus, read_errors, read_output, reference_records, write_shards
-from spacy_clinchunk.corpus import RayOptions, run_corpus
+from spacy_clinchunk.corpus import run_corpus
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow

@@ -29,12 +29,13 @@ from .. import attrs
 from ..fileio import warn_once
 from ..llm.cache_adapter import AnswerCache
 from ..llm.output import clean_context
+from ..llm.parts import CallScheduler, ContextTask, TokenWindows
 from ..llm.prompt import PromptTemplate, read_prompt
 from ..llm.scheduler import Breaker, CallPool, DocWork, Job, ask, in_order, sum_usage
 from ..llm import tokens as llm_tokens  # tiktoken itself loads on first use
-from ..llm.windows import Align, Oversized, content_id, fit_document, prompt_limit, token_windows, window_of
+from ..llm.windows import content_id, window_of
 from .base import json_from_bytes, json_from_disk, json_to_bytes, json_to_disk, require_extra
-from .settings import NonNegativeInt, PositiveInt, SettingError
+from .settings import SettingError
 
 __all__ = ["LLMContext", "LLMContextError", "clean_context", "make_llm_context", "sum_usage"]
 
@@ -48,27 +49,24 @@ class LLMContextError(RuntimeError):
     """A chunk got no context and ``strict = true``."""
 
 
+WINDOWS = {"@misc": "spacy_clinchunk.TokenWindows.v1"}
+TASK = {"@misc": "spacy_clinchunk.ContextTask.v1"}
+SCHEDULER = {"@misc": "spacy_clinchunk.CallScheduler.v1"}
+
+
 @Language.factory(
     FACTORY,
     default_config={
         "spans_key": attrs.RAG_CHUNKS_KEY,
         "chunks_key": None,
         "focus_key": attrs.FOCUS_KEY,
-        "chunk_size": 1000,
-        "chunk_overlap": 200,
-        "encoding": "cl100k_base",
-        "align": "tokens",
-        "align_tolerance": 100,
+        "windows": WINDOWS,
+        "task": TASK,
         "model": {"@misc": "spacy_clinchunk.Ollama.v1"},
         "fallback": None,
-        "document_type": "Clinical Note",
-        "document_chars": 2000,
-        "oversized_document": "truncate_middle",
-        "context_size": 75,
-        "max_concurrency": 4,
-        "max_consecutive_failures": 5,
-        "strict": False,
         "cache": None,
+        "scheduler": SCHEDULER,
+        "strict": False,
         "overwrite": True,
     },
     assigns=[
@@ -87,25 +85,19 @@ def make_llm_context(
     spans_key: str,
     chunks_key: Optional[str],
     focus_key: Optional[str],
-    chunk_size: PositiveInt,
-    chunk_overlap: NonNegativeInt,
-    encoding: str,
-    align: Align,
-    align_tolerance: NonNegativeInt,
+    windows: TokenWindows,
+    task: ContextTask,
     model: Any,
     fallback: Optional[Any],
-    document_type: str,
-    document_chars: Optional[NonNegativeInt],
-    oversized_document: Oversized,
-    context_size: PositiveInt,
-    max_concurrency: PositiveInt,
-    max_consecutive_failures: NonNegativeInt,
-    strict: bool,
     cache: Optional[Any],
+    scheduler: CallScheduler,
+    strict: bool,
     overwrite: bool,
 ):
-    if chunk_overlap >= chunk_size:
-        raise SettingError(f"{name}: chunk_overlap ({chunk_overlap}) must be less than chunk_size ({chunk_size})")
+    if windows.chunk_overlap >= windows.chunk_size:
+        raise SettingError(
+            f"{name}: chunk_overlap ({windows.chunk_overlap}) must be less than chunk_size ({windows.chunk_size})"
+        )
     if chunks_key is not None and chunks_key in ("", spans_key):
         raise SettingError(f"{name}: chunks_key must name another group than spans_key ('{spans_key}'), or be null")
     if not (hasattr(model, "complete") or hasattr(model, "describe")):
@@ -114,27 +106,8 @@ def make_llm_context(
         raise SettingError(f"{name}: fallback must be a context builder such as spacy_clinchunk.HeuristicContext.v1")
     require_extra(nlp, "llm")
     return LLMContext(
-        nlp,
-        name,
-        spans_key=spans_key,
-        chunks_key=chunks_key,
-        focus_key=focus_key,
-        chunk_size=chunk_size,
-        chunk_overlap=chunk_overlap,
-        encoding=encoding,
-        align=align,
-        align_tolerance=align_tolerance,
-        model=model,
-        fallback=fallback,
-        document_type=document_type,
-        document_chars=document_chars,
-        oversized_document=oversized_document,
-        context_size=context_size,
-        max_concurrency=max_concurrency,
-        max_consecutive_failures=max_consecutive_failures,
-        strict=strict,
-        cache=cache,
-        overwrite=overwrite,
+        nlp, name, spans_key=spans_key, chunks_key=chunks_key, focus_key=focus_key, windows=windows, task=task,
+        model=model, fallback=fallback, cache=cache, scheduler=scheduler, strict=strict, overwrite=overwrite,
     )
 
 
@@ -149,21 +122,13 @@ class LLMContext(Pipe):
         spans_key: str,
         chunks_key: Optional[str],
         focus_key: Optional[str],
-        chunk_size: int,
-        chunk_overlap: int,
-        encoding: str,
-        align: str,
-        align_tolerance: int,
+        windows: TokenWindows,
+        task: ContextTask,
         model: Any,
         fallback: Optional[Any],
-        document_type: str,
-        document_chars: Optional[int],
-        oversized_document: str,
-        context_size: int,
-        max_concurrency: int,
-        max_consecutive_failures: int,
-        strict: bool,
         cache: Optional[Any],
+        scheduler: CallScheduler,
+        strict: bool,
         overwrite: bool,
     ) -> None:
         attrs.register_extensions()
@@ -173,21 +138,13 @@ class LLMContext(Pipe):
         # focus spans of those chunks (clin_focus_of) get their chunk's context; not ``focus_key``:
         # the resolver reads that attribute as a group the component writes
         self.focus_group = focus_key
-        self.chunk_size = chunk_size
-        self.chunk_overlap = chunk_overlap
-        self.encoding_name = encoding
-        self.align = align
-        self.align_tolerance = align_tolerance
+        self.windows = windows  # the slots: registered, versioned parts (llm.parts)
+        self.task = task
         self.model = model
         self.fallback = fallback
-        self.document_type = document_type
-        self.document_chars = document_chars
-        self.oversized_document = oversized_document
-        self.context_size = context_size
-        self.max_concurrency = max_concurrency
-        self.max_consecutive_failures = max_consecutive_failures
-        self.strict = strict
         self.cache = cache
+        self.scheduler = scheduler
+        self.strict = strict
         self.overwrite = overwrite
         self.answers = AnswerCache(cache, name)
         self._prompt: Optional[PromptTemplate] = None
@@ -208,17 +165,17 @@ class LLMContext(Pipe):
     # -- lazily loaded helpers ------------------------------------------------------
     @property
     def encoding(self) -> Any:
-        return llm_tokens.get_encoding(self.encoding_name)
+        return self.windows.encoding
 
     @property
     def uses_llm(self) -> bool:
         return hasattr(self.model, "complete")
 
     def _render(self, document: str, chunk: str) -> str:
-        return self.prompt.render(document=document, chunk=chunk, document_type=self.document_type, context_size=self.context_size)
+        return self.task.render(self.prompt, document, chunk)
 
     def _clean(self, answer: Optional[str]) -> str:
-        return clean_context(answer, self.encoding, self.context_size)
+        return self.task.clean(answer, self.encoding)
 
     # -- windows --------------------------------------------------------------------
     def window_ranges(self, doc: Doc) -> List[tuple]:
@@ -226,11 +183,7 @@ class LLMContext(Pipe):
         return [(start, end) for start, end, _ in self._windows(doc, doc.text)]
 
     def _windows(self, doc: Doc, text: str) -> List[tuple]:
-        return token_windows(
-            doc, text, self.encoding, size=self.chunk_size, overlap=self.chunk_overlap,
-            align=self.align, tolerance=self.align_tolerance, owner=self.name,
-            chunks_key=self.chunks_key or attrs.CHUNKS_KEY,
-        )
+        return self.windows.cut(doc, text, self.name, self.chunks_key)
 
     def make_chunks(self, doc: Doc, text: Optional[str] = None) -> List[Span]:
         """Write the window group and the chunk attributes (no context yet)."""
@@ -252,10 +205,9 @@ class LLMContext(Pipe):
 
     def document_part(self, text: str, longest_chunk: str) -> Optional[str]:
         """The note as it goes into every prompt of its chunks; ``None`` means skip (too long)."""
-        return fit_document(
-            text, self.encoding, document_chars=self.document_chars, limit=prompt_limit(self.model),
-            strategy=self.oversized_document,
-            prompt_tokens=lambda document: llm_tokens.count_tokens(self._render(document, longest_chunk), self.encoding),
+        return self.task.document_part(
+            text, self.encoding, self.model,
+            lambda document: llm_tokens.count_tokens(self._render(document, longest_chunk), self.encoding),
         )
 
     # -- spaCy API --------------------------------------------------------------------
@@ -269,12 +221,9 @@ class LLMContext(Pipe):
         ``max(batch_size, 2 * max_concurrency)`` documents are in flight.
         """
         if hasattr(self.model, "set_pool_size"):  # one kept-alive connection per concurrent call
-            self.model.set_pool_size(self.max_concurrency)
-        calls = CallPool(
-            batch_size=batch_size, workers=self.max_concurrency,
-            breaker_limit=self.max_consecutive_failures, call=self._call,
-        )
-        limit = max(1, batch_size, 2 * self.max_concurrency)
+            self.model.set_pool_size(self.scheduler.max_concurrency)
+        calls = self.scheduler.pool(batch_size, self._call)
+        limit = self.scheduler.in_flight(batch_size)
         try:
             yield from in_order(stream, lambda doc, index: self._start(doc, index, calls), self._finish, limit)
         finally:
@@ -291,7 +240,7 @@ class LLMContext(Pipe):
                 return work
             if not self.uses_llm:
                 for i, span in enumerate(spans):
-                    _set_context(span, self.model.describe(text, span.start_char, span.end_char, self.document_type, i, len(spans)))
+                    _set_context(span, self.model.describe(text, span.start_char, span.end_char, self.task.document_type, i, len(spans)))
                 return work
             document = self.document_part(text, max(spans, key=lambda span: span._.clin_token_count).text)
             if document is None:
@@ -387,7 +336,7 @@ class LLMContext(Pipe):
     def _fallback(self, text: str, span: Span, index: int, total: int) -> str:
         if self.fallback is None:
             return ""
-        return self.fallback.describe(text, span.start_char, span.end_char, self.document_type, index, total)
+        return self.fallback.describe(text, span.start_char, span.end_char, self.task.document_type, index, total)
 
     # -- serialization: data only (the template's text); settings stay with the config ----
     def _state(self) -> Dict[str, Any]:
