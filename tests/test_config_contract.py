@@ -91,7 +91,8 @@ def test_cli_window_flags_reach_a_saved_pipeline(tmp_path, capsys):
     _, path = saved(tmp_path, ("clin_semantic_window", config))
     assert main(["chunk", str(note), "--config", str(path), "--format", "jsonl"]) == 0
     split = capsys.readouterr().out
-    assert main(["chunk", str(note), "--config", str(path), "--format", "jsonl", "--window-size", "20"]) == 0
+    window = "--components.clin_semantic_window.window_size"  # a config override, as for any setting
+    assert main(["chunk", str(note), "--config", str(path), "--format", "jsonl", window, "20"]) == 0
     whole = capsys.readouterr().out
     assert text not in split and '"text": "apple avocado apricot anchovy almond"' in split
     assert f'"text": "{text}"' in whole  # fewer words than one window: never split

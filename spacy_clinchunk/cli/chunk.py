@@ -7,13 +7,6 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 from . import CLIError
 from .output import PendingOutput
 from .source import add_encoding_argument, add_source_arguments, encoding_of, pipeline_spec, resolve
-# CLI flag -> component setting; applied to every stage that has the setting
-STAGE_FLAGS = {
-    "window_size": "window_size",
-    "step_size": "step_size",
-    "threshold": "threshold",
-    "min_segment": "min_segment_words",
-}
 
 
 def add_parser(subparsers: Any) -> None:
@@ -51,10 +44,6 @@ def add_parser(subparsers: Any) -> None:
     )
     add_encoding_argument(parser)
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--window-size", type=int, default=None, help="semantic window size (words)")
-    parser.add_argument("--step-size", type=int, default=None, help="semantic window step (words)")
-    parser.add_argument("--threshold", type=float, default=None, help="semantic split threshold")
-    parser.add_argument("--min-segment", type=int, default=None, help="minimum words per semantic segment")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     parser.add_argument(
         "--max-length", type=int, default=None, help="longest note in characters (nlp.max_length; default 1,000,000)"
@@ -81,10 +70,6 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def stage_overrides(args: argparse.Namespace) -> Dict[str, Any]:
-    return {setting: getattr(args, flag) for flag, setting in STAGE_FLAGS.items() if getattr(args, flag) is not None}
-
-
 CORPUS_ONLY = ("workers", "ray_address", "gpus_per_worker", "shard_size", "split_bytes")
 
 
@@ -102,7 +87,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
         raise CLIError(f"--index goes with --format {' | '.join(RECORD_FORMATS)}, not {args.format}")
     files = _input_files(args.paths)
     args.encoding = encoding_of(args)
-    resolved = resolve(pipeline_spec(args, extra, stage_settings=stage_overrides(args)))
+    resolved = resolve(pipeline_spec(args, extra))
     if args.index == "focus" and resolved.focus_key is None:
         raise CLIError(f"--index focus needs clin_focus on the chunks of '{resolved.chunks_key}'; this pipeline has none")
     output = PendingOutput(args.output, _file_mode(args), as_path=args.format not in ("table", "jsonl", "records"))
@@ -266,7 +251,7 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     bar = ShardProgress(enabled=not args.no_progress and sys.stderr.isatty())
     try:
         result = run_corpus(
-            pipeline_spec(args, extra, stage_settings=stage_overrides(args)),
+            pipeline_spec(args, extra),
             args.paths,
             args.output,
             engine=args.engine,

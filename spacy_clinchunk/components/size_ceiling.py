@@ -44,7 +44,7 @@ cut candidates are found once and serve both ceilings.
 import re
 import weakref
 from bisect import bisect_left, bisect_right
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -52,7 +52,7 @@ from spacy.tokens import Doc
 from .base import ChunkRefiner, refiner_factory
 from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from ..resources_io import Override
-from ..spans import Range, TokenIndex, doc_text, normalize_word, ranges_to_spans
+from ..spans import Range, TokenIndex, doc_text, normalize_word, ranges_to_spans, write_group
 from .settings import NonNegativeInt, PositiveInt, SettingError
 from .token_counters import AutoTokenCounter, counts_words
 
@@ -153,9 +153,7 @@ class SizeCeiling(ChunkRefiner):
         self.punctuated_every = punctuated_every
         self.sentence_starts = sentence_starts
         self.pieces_key = pieces_key
-        self._marks_of: Tuple[Optional[str], List[int], List[int]] = (None, [], [])  # text, word starts, clause marks
         self.token_counter = token_counter
-        self.work = 0  # words scanned plus cuts made, since creation (a linear-time check reads it)
         # the auto counter looks at the whole pipeline, so it is bound at the first run, when
         # the components after this one exist; a weak reference: the pipeline owns this component
         self._pipeline = weakref.ref(nlp) if isinstance(token_counter, AutoTokenCounter) else None
@@ -169,7 +167,7 @@ class SizeCeiling(ChunkRefiner):
 
     def __getstate__(self) -> Dict[str, Any]:  # pickled (n_process): bind first, drop the reference
         self.bind_counter()
-        return {**self.__dict__, "_marks_of": (None, [], [])}  # no note text in the pickle
+        return dict(self.__dict__)
 
     def setup(self) -> None:
         self.cue_tables = [_phrase_table(w for n in names for w in self.resources[n]) for names in CUE_LISTS]
@@ -191,25 +189,27 @@ class SizeCeiling(ChunkRefiner):
                 if self.pieces_key is not None:  # every chunk fits the tight ceiling: the pieces are the chunks
                     doc.spans[self.pieces_key] = list(group)
                 return doc
-        try:
-            return super().__call__(doc)
-        finally:
-            self._marks_of = (None, [], [])  # the doc's marks are not kept past it
+        return super().__call__(doc)
 
     def refine(self, text: str, start: int, end: int) -> Iterable[Range]:
-        return [r for a, b in self._parts(text, start, end) for r in self._fit(text, a, b, (True,))[0]]
+        return self._refine(Scan(text), start, end)
+
+    def _refine(self, scan: "Scan", start: int, end: int) -> List[Range]:
+        return [r for a, b in self._parts(scan, start, end) for r in self._fit(scan, a, b, (True,))[0]]
 
     def write_refined(self, doc: Doc, text: str, ranges: Sequence[Range]) -> None:
         """Without ``pieces_key``, the chunks under the adaptive ceiling; with it, the chunks
-        under the tight ceiling and the pieces under the adaptive one, from one pass."""
+        under the tight ceiling and the pieces under the adaptive one, from one pass. One
+        :class:`Scan` of the doc's text serves every range (its marks are found once)."""
+        scan = Scan(text)
         if self.pieces_key is None:
-            super().write_refined(doc, text, ranges)
+            write_group(doc, self.spans_key, [r for start, end in ranges for r in self._refine(scan, start, end)], text)
             return
         chunks: List[Range] = []
         pieces: List[Range] = []
         for start, end in ranges:
-            for a, b in self._parts(text, start, end):
-                tight, adaptive = self._fit(text, a, b, (False, True))
+            for a, b in self._parts(scan, start, end):
+                tight, adaptive = self._fit(scan, a, b, (False, True))
                 chunks.extend(tight)
                 pieces.extend(adaptive)
         index = TokenIndex(doc, text)  # one token index for both groups
@@ -218,29 +218,31 @@ class SizeCeiling(ChunkRefiner):
         # no clause over the tight ceiling in punctuated text (the common case): the same spans
         doc.spans[self.pieces_key] = chunk_spans if pieces == chunks else ranges_to_spans(doc, pieces, index)
 
-    def _parts(self, text: str, start: int, end: int) -> List[Range]:
+    def _parts(self, scan: "Scan", start: int, end: int) -> List[Range]:
         """The range, cut first at its lost sentence starts (``sentence_starts``)."""
-        starts = self.lost_sentence_starts(text, start, end) if self.sentence_starts else []
+        starts = self.lost_sentence_starts(scan, start, end) if self.sentence_starts else []
         return list(zip([start] + starts, starts + [end]))
 
-    def lost_sentence_starts(self, text: str, start: int, end: int) -> List[int]:
+    def lost_sentence_starts(self, text: "Union[str, Scan]", start: int, end: int) -> List[int]:
         """Where a sentence began in a piece of unpunctuated text: a capitalized word (not one
         letter, not all capitals) after a word written in lower case ("... short stature We
         report ...", "... seizures Patients ..."). Dictated or pasted text lost the period there;
         in punctuated text the sentencizer already cut at sentence ends, so a capital inside a
         piece is a name, and no cue. Not after a negation or a word no chunk ends with ("of")."""
-        found = list(_LOST_START.finditer(text, start, end))
-        if not found or self.punctuated(text, start, end):
+        scan = Scan.of(text)
+        found = list(_LOST_START.finditer(scan.text, start, end))
+        if not found or self.punctuated(scan, start, end):
             return []
         barred = self.negations | self.trailing
         return [m.end() for m in found if normalize_word(m.group().split()[0]) not in barred]
 
-    def _fit(self, text: str, start: int, end: int, adaptive: Sequence[bool]) -> List[List[Range]]:
+    def _fit(self, scan: "Scan", start: int, end: int, adaptive: Sequence[bool]) -> List[List[Range]]:
         """The piece cut under each ceiling asked for: the adaptive one (True: the loose ceiling in
         punctuated text, ``max_tokens`` elsewhere) or the tight one (False: ``max_tokens``). The
         words, counts and cut candidates are found once for all of them."""
+        text = scan.text
         words = [(m.start(), m.end()) for m in _WORD.finditer(text, start, end)]
-        self.work += len(words)
+        scan.work += len(words)
         if not words:
             return [[] for _ in adaptive]
         whole = [(words[0][0], words[-1][1])]
@@ -255,7 +257,7 @@ class SizeCeiling(ChunkRefiner):
             prefix.append(prefix[-1] + count)
         if prefix[-1] <= self.max_tokens:
             return [whole for _ in adaptive]
-        loose = self.punctuated_max_tokens if self.punctuated_max_tokens and any(adaptive) and self.punctuated(text, start, end) else 0
+        loose = self.punctuated_max_tokens if self.punctuated_max_tokens and any(adaptive) and self.punctuated(scan, start, end) else 0
         candidates: Optional[Tuple[List[List[int]], List[bool]]] = None  # found at the first cut, kept for the next
         fitted: List[List[Range]] = []
         for wants_adaptive in adaptive:
@@ -265,24 +267,20 @@ class SizeCeiling(ChunkRefiner):
                 continue
             if candidates is None:
                 candidates = self.candidates(text, words)
-            fitted.append([(words[a][0], words[b - 1][1]) for a, b in self._cut(*candidates, prefix, limit)])
+            fitted.append([(words[a][0], words[b - 1][1]) for a, b in self._cut(*candidates, prefix, limit, scan)])
         return fitted
 
     # -- punctuation around a piece ---------------------------------------------------
-    def punctuated(self, text: str, start: int, end: int) -> bool:
+    def punctuated(self, text: "Union[str, Scan]", start: int, end: int) -> bool:
         """Whether the piece lies in punctuated text: the piece and ``punctuation_window`` words on
         each side hold at least one clause mark (``. , ; : ! ?`` before a space) per
         ``punctuated_every`` words. In punctuated text a long piece is one clause the writer kept
         whole, so only the loose ceiling (the embedder's limit) applies; in dictated or
         copy-pasted text without marks the splitters found no boundary, and the tight one does.
-        The doc's word starts and marks are found once per text (one pass), each piece is then
-        two bisections."""
-        cached, starts, marks = self._marks_of
-        if cached is not text:
-            starts = [m.start() for m in _WORD.finditer(text)]
-            marks = [m.start() for m in _CLAUSE_MARK.finditer(text)]
-            self._marks_of = (text, starts, marks)
-            self.work += len(starts)
+        The doc's word starts and marks are found once per :class:`Scan` (one pass), each piece
+        is then two bisections."""
+        scan = Scan.of(text)
+        text, starts, marks = scan.text, *scan.marks()
         first = max(bisect_left(starts, start) - self.punctuation_window, 0)
         last = min(bisect_left(starts, end) + self.punctuation_window, len(starts))  # one past the window's last word
         if last <= first:
@@ -332,7 +330,7 @@ class SizeCeiling(ChunkRefiner):
         return ranked, barred
 
     def _cut(
-        self, ranked: Sequence[List[int]], barred: Sequence[bool], prefix: Sequence[int], limit: int
+        self, ranked: Sequence[List[int]], barred: Sequence[bool], prefix: Sequence[int], limit: int, scan: "Scan"
     ) -> List[Tuple[int, int]]:
         pieces: List[Tuple[int, int]] = []
         stack = [(0, len(prefix) - 1)]
@@ -342,7 +340,7 @@ class SizeCeiling(ChunkRefiner):
                 pieces.append((a, b))
                 continue
             i = self._best_cut(ranked, barred, prefix, a, b, limit)
-            self.work += 1
+            scan.work += 1
             stack.append((i, b))
             stack.append((a, i))
         return pieces
@@ -380,3 +378,36 @@ class SizeCeiling(ChunkRefiner):
                 if a < j < b and not barred[j]:
                     return j
         return i
+
+
+class Scan:
+    """One pass over one doc's text: its word starts and clause marks, found on first use and
+    shared by every range of the doc, and the work done (words scanned plus cuts made). It
+    lives for one doc; the component keeps nothing of a doc between calls."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.work = 0
+        self._marks: Optional[Tuple[List[int], List[int]]] = None
+
+    @classmethod
+    def of(cls, text: "Union[str, Scan]") -> "Scan":
+        return text if isinstance(text, Scan) else cls(text)
+
+    def marks(self) -> Tuple[List[int], List[int]]:
+        """``(word starts, clause marks)`` of the text."""
+        if self._marks is None:
+            starts = [m.start() for m in _WORD.finditer(self.text)]
+            self._marks = (starts, [m.start() for m in _CLAUSE_MARK.finditer(self.text)])
+            self.work += len(starts)
+        return self._marks
+
+
+def work_of(pipe: SizeCeiling, text: str) -> int:
+    """The work (words scanned plus cuts made) of ``pipe`` cutting ``text`` as one range: what
+    the linear-time tests measure, without a counter on the component."""
+    pipe.resources  # noqa: B018  (the data and the tables built from it)
+    pipe.bind_counter()
+    scan = Scan(text)
+    pipe._refine(scan, 0, len(text))
+    return scan.work
