@@ -18,12 +18,10 @@ of this process during the row (reset between rows through ``/proc/self/clear_re
 """
 import argparse
 import json
-import os
 import sys
 import time
-from pathlib import Path
 
-from common import GSC_DIR, KEY, NOTE, ROOT  # noqa: E402  (sets the offline environment first)
+from common import GSC_DIR, KEY, NOTE  # noqa: E402  (sets the offline environment first)
 
 import numpy as np
 import spacy

@@ -17,11 +17,9 @@ Agreement: documents whose chunk offsets equal the reference row's, out of all d
 """
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from common import GSC_DIR, KEY, NOTE, ROOT  # noqa: E402  (sets the offline environment first)
 
@@ -36,7 +34,6 @@ def load_texts(limit):
 
 
 def build(row):
-    import spacy
     from spacy.util import load_config, load_model_from_config
 
     if row.startswith("default"):

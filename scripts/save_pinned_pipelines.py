@@ -6,6 +6,7 @@ writes tests/data/saved_0_2/<strategy>/ (the saved pipeline) and its expected.js
 chunks it gives on tests' sentence). Rerun it only when a change of output is intended and
 said so in the CHANGELOG: the saved copies are what users' saved pipelines look like.
 """
+
 import json
 import shutil
 from pathlib import Path

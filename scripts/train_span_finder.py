@@ -34,7 +34,6 @@ def save_shipped(trained: Path, out: Path, documents: int) -> None:
 
     nlp = spacy.load(trained, config={"components.span_finder.spans_key": SPANS_KEY})
     nlp.get_pipe("span_finder").cfg["spans_key"] = SPANS_KEY  # the cfg file read from disk wins over config
-    spacy_major = spacy.about.__version__.split(".")[:2]
     nlp.meta.update(
         name="clinchunk_span_finder",
         version="1.0.0",

@@ -5,6 +5,7 @@ lazy ones inside functions, which is where cycles like to hide), so these tests 
 optional dependency and run in milliseconds.
 """
 import ast
+import sys
 import importlib
 from pathlib import Path
 from typing import Dict, List, Set
@@ -158,3 +159,16 @@ def test_modules_stay_small():
 @pytest.mark.parametrize("name", sorted(spacy_clinchunk.__all__))
 def test_public_names_resolve(name):
     assert getattr(spacy_clinchunk, name) is not None
+
+
+def test_ruff_lint_is_clean():
+    """The lint configured in pyproject.toml (.ci/run runs it too) passes on the whole tree."""
+    import subprocess
+
+    pytest.importorskip("ruff")
+    root = PACKAGE_DIR.parent
+    run = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "spacy_clinchunk", "tests", "bench", "scripts"],
+        cwd=root, capture_output=True, text=True,
+    )
+    assert run.returncode == 0, run.stdout[-2000:]

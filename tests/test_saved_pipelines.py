@@ -1,5 +1,6 @@
 """Pipelines saved by 0.2 load and keep their output (tests/data/saved_0_2, written by
 scripts/save_pinned_pipelines.py): the saved copies are what users' saved pipelines are."""
+
 import json
 import sys
 from pathlib import Path

@@ -1,6 +1,7 @@
 """spaCy's serialization contract for every component: a serializers dict through
 ``spacy.util`` (to_disk / from_disk / to_bytes / from_bytes), ``exclude`` honoured by name,
 and round trips (bytes and disk) that keep the output."""
+
 import pytest
 import spacy
 

@@ -136,5 +136,5 @@ def test_pathological_json_fails_its_file_and_the_run_goes_on(tmp_path, capsys, 
     assert main(["voronoi", "--input-dir", str(tmp_path), "--no-progress"]) == 1
     captured = capsys.readouterr()
     assert "2 file(s) processed: 1 updated, 0 unchanged, 0 skipped, 1 error(s)" in captured.out
-    assert f"bad.json: invalid JSON" in captured.err and message in captured.err
+    assert "bad.json: invalid JSON" in captured.err and message in captured.err
     assert "Traceback" not in captured.err

@@ -16,6 +16,7 @@ parquet     one row per chunk (or focus span), row group per doc   a file
 hf          a Hugging Face dataset (``save_to_disk``)              a directory
 ==========  =====================================================  ===========================
 """
+
 from __future__ import annotations
 
 import json
@@ -201,8 +202,15 @@ def open_writer(fmt: str, target: Target, plan: Any = None, index: str = "chunks
 
 
 def write_records(
-    docs: Iterable[Any], fmt: str, target: Target, spans_key: Optional[str] = None, *, index: str = "chunks",
-    focus_key: Optional[str] = None, dedupe: bool = False, pipeline: Any = None,
+    docs: Iterable[Any],
+    fmt: str,
+    target: Target,
+    spans_key: Optional[str] = None,
+    *,
+    index: str = "chunks",
+    focus_key: Optional[str] = None,
+    dedupe: bool = False,
+    pipeline: Any = None,
 ) -> int:
     """Write ``docs`` in ``fmt`` to ``target``; returns the number of records written (documents
     for ``jsonl`` and ``docbin``). Groups and fields: ``pipeline`` (a ``ResolvedPipeline``) or

@@ -14,6 +14,7 @@ A part with a changed meaning or signature gets a ``.v2`` beside its ``.v1``. An
 real objects (no ``from __future__ import annotations``): spaCy validates the settings of each
 part against its registered function's signature.
 """
+
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
@@ -52,8 +53,15 @@ class TokenWindows:
     def cut(self, doc: Any, text: str, owner: str, chunks_key: Optional[str]) -> List[tuple]:
         """``(first_token, end_token, token_count)`` of each window of ``doc``."""
         return token_windows(
-            doc, text, self.encoding, size=self.chunk_size, overlap=self.chunk_overlap, align=self.align,
-            tolerance=self.align_tolerance, owner=owner, chunks_key=chunks_key or attrs.CHUNKS_KEY,
+            doc,
+            text,
+            self.encoding,
+            size=self.chunk_size,
+            overlap=self.chunk_overlap,
+            align=self.align,
+            tolerance=self.align_tolerance,
+            owner=owner,
+            chunks_key=chunks_key or attrs.CHUNKS_KEY,
         )
 
 
@@ -89,8 +97,12 @@ class ContextTask:
     def document_part(self, text: str, encoding: Any, model: Any, prompt_tokens: Callable[[str], int]) -> Optional[str]:
         """The note as it goes into every prompt of its chunks; ``None`` means skip (too long)."""
         return fit_document(
-            text, encoding, document_chars=self.document_chars, limit=prompt_limit(model),
-            strategy=self.oversized_document, prompt_tokens=prompt_tokens,
+            text,
+            encoding,
+            document_chars=self.document_chars,
+            limit=prompt_limit(model),
+            strategy=self.oversized_document,
+            prompt_tokens=prompt_tokens,
         )
 
 
@@ -113,7 +125,9 @@ class CallScheduler:
     max_consecutive_failures: int = 5
 
     def pool(self, batch_size: int, call: Callable[[Job, Breaker], None]) -> CallPool:
-        return CallPool(batch_size=batch_size, workers=self.max_concurrency, breaker_limit=self.max_consecutive_failures, call=call)
+        return CallPool(
+            batch_size=batch_size, workers=self.max_concurrency, breaker_limit=self.max_consecutive_failures, call=call
+        )
 
     def in_flight(self, batch_size: int) -> int:
         """Documents in flight at most: a batch, or enough to keep every worker busy."""

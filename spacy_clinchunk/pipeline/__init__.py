@@ -7,6 +7,7 @@
 * ``process``: :func:`make_doc` and :func:`process_items`, the one path of a document
   through a pipeline (ids, source, ``max_length``, the error handler).
 """
+
 from .process import ERROR_MARK, InputDoc, make_doc, process_items
 from .resolve import ResolvedPipeline, load_pipeline, resolve_pipeline, span_keys_of
 from .spec import PipelineError, PipelineSpec, source_path, strategies, strategy_config

@@ -5,6 +5,7 @@
 failing document never stops a batch. The CLI, corpus workers and the export adapters all
 process documents here.
 """
+
 from __future__ import annotations
 
 from collections import deque

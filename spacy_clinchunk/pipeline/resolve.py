@@ -8,6 +8,7 @@ paired with those chunks and the record fields the components set. No caller gue
 from a file or a name: the CLI, the view, the adapters, the exporters and every corpus worker
 ask the resolved pipeline.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -86,7 +87,12 @@ def resolve_pipeline(
             raise PipelineError("overrides, lang and stage settings apply to a pipeline loaded here, not to a Language")
         return _resolved(source, None, None).with_chunks(spans_key)
     spec = PipelineSpec.of(
-        source, overrides=overrides, lang=lang, stage_settings=stage_settings, code=code, max_length=max_length,
+        source,
+        overrides=overrides,
+        lang=lang,
+        stage_settings=stage_settings,
+        code=code,
+        max_length=max_length,
         spans_key=spans_key,
     )
     import_code(spec.code)
@@ -97,7 +103,9 @@ def resolve_pipeline(
     return _resolved(nlp, spec, path).with_chunks(spec.spans_key)
 
 
-def load_pipeline(source: Union[str, Path, PipelineSpec], overrides: Optional[Dict[str, Any]] = None, **settings: Any) -> Language:
+def load_pipeline(
+    source: Union[str, Path, PipelineSpec], overrides: Optional[Dict[str, Any]] = None, **settings: Any
+) -> Language:
     """The ``nlp`` of :func:`resolve_pipeline`."""
     return resolve_pipeline(source, overrides, **settings).nlp
 
@@ -244,7 +252,9 @@ def import_host_factories(config: Any) -> None:
     importing medspaCy costs seconds."""
     import importlib
 
-    factories = {str(section.get("factory", "")) for section in config.get("components", {}).values() if isinstance(section, dict)}
+    factories = {
+        str(section.get("factory", "")) for section in config.get("components", {}).values() if isinstance(section, dict)
+    }
     for prefix, package in HOST_PACKAGES.items():
         if any(name.startswith(prefix) for name in factories):
             if package == "medspacy":

@@ -5,6 +5,7 @@ and how (config overrides, language, stage settings, a ``--code`` file, ``max_le
 chunks group asked for). It is plain data, so it crosses process boundaries: a corpus worker
 resolves the same spec the driver resolved (:meth:`PipelineSpec.pinned`), never a ``Language``.
 """
+
 from __future__ import annotations
 
 import importlib
