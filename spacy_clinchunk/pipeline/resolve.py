@@ -180,26 +180,30 @@ def _key(pipe: Any, name: str) -> Optional[str]:
 
 
 def _load(spec: PipelineSpec, path: Path) -> Language:
-    """Parse the config once (with the user's overrides), derive the language and stage-setting
-    overrides from it, import the host packages it names, then build (or load) the pipeline."""
+    """Parse the config once, fill each component's section with its factory's defaults (a
+    shipped config holds only what differs), apply the user's overrides and those derived from
+    the language and stage settings, import the host packages it names, then build (or load)
+    the pipeline."""
     import spacy
-    from spacy.util import load_model_from_config
+    from spacy.util import load_model_from_config, set_dot_to_object
 
     config_file = path / "config.cfg" if path.is_dir() else path
     try:
         text = spec.config_text if spec.config_text is not None else config_file.read_text(encoding="utf-8")
-        config = _parse(text, {} if path.is_dir() else spec.overrides)
+        config = _parse(text, {})
+        import_host_factories(config)
+        if not path.is_dir():
+            config = with_factory_defaults(config)
         derived = {**language_overrides(config, spec.lang), **stage_setting_overrides(config, spec.stage_settings)}
+    except PipelineError:
+        raise
     except Exception as err:
         raise PipelineError(_one_line(spec.source, err, f"could not read config {config_file}")) from err
-    derived = {k: v for k, v in derived.items() if k not in spec.overrides}  # the user's own win
+    overrides = {**{k: v for k, v in derived.items() if k not in spec.overrides}, **spec.overrides}  # the user's own win
     try:
-        import_host_factories(config)
         if path.is_dir():
-            return spacy.load(path, config={**derived, **spec.overrides})
-        from spacy.util import set_dot_to_object
-
-        for key, value in derived.items():
+            return spacy.load(path, config=overrides)
+        for key, value in overrides.items():
             set_dot_to_object(config, key, value)
         nlp = load_model_from_config(config, auto_fill=True, validate=True)
         nlp.initialize()
@@ -208,6 +212,22 @@ def _load(spec: PipelineSpec, path: Path) -> Language:
         raise
     except Exception as err:  # config errors from confection/spaCy are verbose; keep the gist
         raise PipelineError(_one_line(spec.source, err)) from err
+
+
+def with_factory_defaults(config: Any) -> Any:
+    """``config`` with each component's section filled from its factory's ``default_config``
+    (what spaCy fills on load anyway), so an override or a stage setting may name any setting,
+    not only those the shipped config writes."""
+    from spacy.util import get_lang_class
+    from thinc.api import Config
+
+    lang_cls = get_lang_class(config["nlp"]["lang"])
+    filled = Config(config)
+    for name, section in config.get("components", {}).items():
+        factory = section.get("factory") if isinstance(section, dict) else None
+        if factory and lang_cls.has_factory(factory):
+            filled["components"][name] = Config(lang_cls.get_factory_meta(factory).default_config).merge(section)
+    return filled
 
 
 def _parse(text: str, overrides: Dict[str, Any]):
