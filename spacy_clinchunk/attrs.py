@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from spacy.tokens import Doc, Span
-from spacy.tokens.underscore import Underscore
 
 PREFIX = "clin_"
 
@@ -131,29 +130,43 @@ def variant_key(ratio: float) -> str:
     return f"{VORONOI_VARIANT_PREFIX}{ratio:.2f}"
 
 
-_KEY_LAYOUT: List[bool] = []  # whether Underscore keys span values by (name, start_char, end_char)
+# spaCy has no public bulk access to extension values: the hot loops below read and write
+# ``doc.user_data`` under the key a stored value has there, once a probe through the public
+# ``span._.set`` / ``doc._.set`` has shown (once per process) that the values land there.
+_PROBE = "clin_layout_probe"
+_KEY_LAYOUT: List[bool] = []  # whether a stored span value is keyed ("._.", name, start_char, end_char)
+_DOC_KEY_LAYOUT: List[bool] = []  # whether a stored doc value is keyed ("._.", name, None, None)
+
+
+def _probe(cls: Any, target: Any, key: tuple) -> bool:
+    """Set a probe value through the public API and see whether ``user_data`` holds it under ``key``."""
+    if not cls.has_extension(_PROBE):
+        cls.set_extension(_PROBE, default=None)
+    doc = target if isinstance(target, Doc) else target.doc
+    target._.set(_PROBE, True)
+    found = doc.user_data.pop(key, None) is True
+    if not found:
+        target._.set(_PROBE, None)
+    return found
 
 
 def plain_span_keys(span: Span) -> bool:
-    """Whether ``Underscore`` keeps a stored ``span._.<name>`` in ``doc.user_data`` under
-    ``("._.", name, start_char, end_char)`` (checked once per process against spaCy's own),
-    so that hot loops may read and write it there without building ``span._``."""
+    """Whether a stored ``span._.<name>`` lives in ``doc.user_data`` under
+    ``("._.", name, start_char, end_char)`` (probed once per process), so that hot loops may read
+    and write it there without building ``span._``."""
     if not _KEY_LAYOUT:
-        _KEY_LAYOUT.append(span._._get_key("x") == ("._.", "x", span.start_char, span.end_char))
+        _KEY_LAYOUT.append(_probe(Span, span, ("._.", _PROBE, span.start_char, span.end_char)))
     return _KEY_LAYOUT[0]
-
-
-_DOC_KEY_LAYOUT: List[bool] = []  # whether Underscore keys doc values by (name, None, None)
 
 
 def set_doc_values(doc: Doc, values: Dict[str, Any]) -> None:
     """``doc._.<name> = value`` for each item; stored extensions straight into
-    ``doc.user_data`` where ``Underscore`` puts them (layout checked once per process)."""
+    ``doc.user_data`` where spaCy keeps them (layout probed once per process)."""
     if not _DOC_KEY_LAYOUT:
-        _DOC_KEY_LAYOUT.append(doc._._get_key("x") == ("._.", "x", None, None))
-    data, table, underscore = doc.user_data, Underscore.doc_extensions, None
+        _DOC_KEY_LAYOUT.append(_probe(Doc, doc, ("._.", _PROBE, None, None)))
+    data, underscore = doc.user_data, None
     for name, value in values.items():
-        if _DOC_KEY_LAYOUT[0] and _stored(table.get(name)):
+        if _DOC_KEY_LAYOUT[0] and _stored(Doc, name):
             data[("._.", name, None, None)] = value
         else:
             underscore = underscore or doc._
@@ -164,11 +177,11 @@ def write_span_values(span: Span, values: Dict[str, Any]) -> None:
     """``span._.<name> = value`` for each item; stored extensions straight into
     ``doc.user_data`` where ``Underscore`` puts them (the layout :func:`plain_span_keys` checks
     once per process), so that a hot loop builds no ``span._`` for them."""
-    data, table, underscore = span.doc.user_data, Underscore.span_extensions, None
+    data, underscore = span.doc.user_data, None
     plain = plain_span_keys(span)
     start, end = span.start_char, span.end_char
     for name, value in values.items():
-        if plain and _stored(table.get(name)):
+        if plain and _stored(Span, name):
             data[("._.", name, start, end)] = value
         else:
             underscore = underscore or span._
@@ -177,15 +190,17 @@ def write_span_values(span: Span, values: Dict[str, Any]) -> None:
 
 def stored_span_extension(name: str) -> bool:
     """Whether ``Span._.<name>`` is a stored value (no getter, method or setter)."""
-    return _stored(Underscore.span_extensions.get(name))
+    return _stored(Span, name)
 
 
-def _stored(spec: Any) -> bool:
-    """Whether an ``Underscore`` table entry ``(default, method, getter, setter)`` is a stored value."""
+def _stored(cls: Any, name: str) -> bool:
+    """Whether ``cls._.<name>`` is a stored value: spaCy's public ``get_extension`` gives
+    ``(default, method, getter, setter)``."""
+    spec = cls.get_extension(name)
     return spec is not None and spec[1] is None and spec[2] is None and spec[3] is None
 
 
-def set_span_values(span: Span, extensions: Sequence[Tuple[str, str, Any]], underscore: Any = None) -> Dict[str, Any]:
+def read_span_values(span: Span, extensions: Sequence[Tuple[str, str, Any]], underscore: Any = None) -> Dict[str, Any]:
     """``{field: value}`` of the ``(field, attribute, default)`` extensions set on ``span`` (not
     None, not the default), each value as ``span._.<attribute>`` gives it.
 
@@ -193,15 +208,14 @@ def set_span_values(span: Span, extensions: Sequence[Tuple[str, str, Any]], unde
     under its key), at a fraction of the cost of ``getattr``, and a missing one is the default
     without writing a copy of it. Without ``underscore`` none is built: the key layout is checked
     once per process against spaCy's own, and another layout falls back to ``span._``."""
-    underscore = underscore if underscore is not None or plain_span_keys(span) else span._
+    plain = plain_span_keys(span)
+    underscore = underscore if underscore is not None or plain else span._
     start, end = span.start_char, span.end_char
-    data, table = span.doc.user_data, Underscore.span_extensions
+    data = span.doc.user_data
     found: Dict[str, Any] = {}
     for field, name, default in extensions:
-        spec = table.get(name)
-        if spec is not None and spec[1] is None and spec[2] is None:
-            key = ("._.", name, start, end) if underscore is None else underscore._get_key(name)
-            value = data.get(key, default)
+        if plain and _stored(Span, name):
+            value = data.get(("._.", name, start, end), default)
         else:
             value = getattr(span._ if underscore is None else underscore, name)
         if value is not None and value != default:

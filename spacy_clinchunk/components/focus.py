@@ -401,7 +401,7 @@ def _assertion_of(chunk: Span, names: Dict[str, str]) -> Dict[str, object]:
     """The chunk's assertion attributes that are set, by attribute name (none when no assertion ran)."""
     if not Span.has_extension(names["assertion"]):
         return {}
-    values = attrs.set_span_values(chunk, [(name, name, None) for name in names.values() if Span.has_extension(name)])
+    values = attrs.read_span_values(chunk, [(name, name, None) for name in names.values() if Span.has_extension(name)])
     return values if names["assertion"] in values else {}
 
 

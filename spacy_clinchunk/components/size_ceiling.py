@@ -404,10 +404,15 @@ class Scan:
 
 
 def work_of(pipe: SizeCeiling, text: str) -> int:
-    """The work (words scanned plus cuts made) of ``pipe`` cutting ``text`` as one range: what
-    the linear-time tests measure, without a counter on the component."""
+    """The work (words scanned plus cuts made) of ``pipe`` cutting ``text`` as one range (under
+    both ceilings with ``pieces_key``): what the linear-time tests measure, without a counter
+    on the component."""
     pipe.resources  # noqa: B018  (the data and the tables built from it)
     pipe.bind_counter()
     scan = Scan(text)
-    pipe._refine(scan, 0, len(text))
+    if pipe.pieces_key is None:
+        pipe._refine(scan, 0, len(text))
+    else:  # both ceilings from one pass, as write_refined cuts them
+        for a, b in pipe._parts(scan, 0, len(text)):
+            pipe._fit(scan, a, b, (False, True))
     return scan.work

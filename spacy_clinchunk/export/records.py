@@ -84,11 +84,11 @@ def span_attributes(
 
     ``extensions`` (from :func:`registered_extensions` of the span's group) lets a caller with
     many spans look the registry up once; ``span._`` is built once per span, not once per
-    attribute, and stored values are read as :func:`attrs.set_span_values` reads them."""
+    attribute, and stored values are read as :func:`attrs.read_span_values` reads them."""
     extensions = registered_extensions() if extensions is None else extensions
     if not extensions:
         return {}
-    found = attrs.set_span_values(span, extensions, underscore)
+    found = attrs.read_span_values(span, extensions, underscore)
     return {f: v if isinstance(v, (str, int, float)) else plain_value(v, span.doc) for f, v in found.items()}
 
 
