@@ -5,7 +5,7 @@ import sys
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from . import CLIError
-from .output import PendingOutput
+from .pending import PendingOutput
 from .source import add_encoding_argument, add_source_arguments, encoding_of, pipeline_spec, resolve
 
 

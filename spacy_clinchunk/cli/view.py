@@ -55,7 +55,7 @@ def _title(note: str) -> str:
 def _write_page(path: str, page: str) -> None:
     """Owner-only (an existing page is narrowed too), in place only once complete."""
     from ..fileio import PRIVATE_MODE
-    from .output import PendingOutput
+    from .pending import PendingOutput
 
     output = PendingOutput(path, PRIVATE_MODE)
     try:

@@ -12,7 +12,7 @@ The focus spans of ``focus_key`` (``clin_focus``) get their chunk's context (``c
 
 The prompt template is data (``initialize(prompt=...)``, saved by ``to_disk``); the calls
 run through :mod:`~spacy_clinchunk.llm.scheduler`; answers are cleaned by
-:mod:`~spacy_clinchunk.llm.output`. The answer cache is off unless the ``cache`` setting
+:mod:`~spacy_clinchunk.llm.answers`. The answer cache is off unless the ``cache`` setting
 names one (``{"@misc": "spacy_clinchunk.SQLiteCache.v1"}``); a broken one is dropped with a
 warning, never at the cost of chunks. Failures get the fallback context and are counted,
 never raised unless ``strict``.
@@ -28,7 +28,7 @@ from spacy.tokens import Doc, Span
 from .. import attrs
 from ..fileio import warn_once
 from ..llm.cache_adapter import AnswerCache
-from ..llm.output import clean_context
+from ..llm.answers import clean_context
 from ..llm.parts import CallScheduler, ContextTask, TokenWindows
 from ..llm.prompt import PromptTemplate, read_prompt
 from ..llm.scheduler import Breaker, CallPool, DocWork, Job, ask, in_order, sum_usage

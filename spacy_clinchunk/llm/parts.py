@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - pydantic 1
 
 from .. import attrs
 from . import tokens as llm_tokens  # tiktoken itself loads on first use
-from .output import clean_context
+from .answers import clean_context
 from .scheduler import Breaker, CallPool, Job
 from .windows import Align, Oversized, fit_document, prompt_limit, token_windows
 
