@@ -73,7 +73,7 @@ test-matrix: $(VENV)/.installed-matrix
 	rc=$$?; [ $$rc -ne 5 ] || { echo "no tests collected"; rc=0; }; exit $$rc
 
 test-transformers: $(TRF_VENV)/.installed
-	$(TRF_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_transformer_listener.py tests/test_concept_spans.py $(PYTEST_ARGS)
+	$(TRF_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/embed/test_transformer_listener.py tests/training/test_concept_spans.py $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-test
 	$(PY) bench/structural.py

@@ -1,4 +1,4 @@
-"""Save the pipelines that pin "a pipeline saved by 0.2 loads" (tests/test_saved_pipelines.py).
+"""Save the pipelines that pin "a pipeline saved by 0.2 loads" (tests/pipeline/test_saved_pipelines.py).
 
     python scripts/save_pinned_pipelines.py
 

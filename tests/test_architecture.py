@@ -172,3 +172,12 @@ def test_ruff_lint_is_clean():
         cwd=root, capture_output=True, text=True,
     )
     assert run.returncode == 0, run.stdout[-2000:]
+
+
+def test_test_folders_mirror_the_wings():
+    """tests/<wing>/ holds the tests of that wing; the house-wide checks stay at the top."""
+    tests = PACKAGE_DIR.parent / "tests"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and list(p.glob("test_*.py"))}
+    assert folders <= set(FLOORS) | {"training"}, folders - set(FLOORS)
+    top = sorted(p.name for p in tests.glob("test_*.py"))
+    assert top == ["test_architecture.py", "test_docs_examples.py", "test_packaging.py", "test_resources.py"]

@@ -16,7 +16,7 @@ from spacy_clinchunk.resources_io import SUPPORTED_LANGUAGES, resource_path
 from conftest import blank_with, chunk_texts
 
 _WORD = re.compile(r"\S+")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # tests/<wing>/test_x.py -> the repository
 TOKENS = {"@misc": "spacy_clinchunk.EmbedderTokenCounter.v1", "model": "all-MiniLM-L6-v2"}
 
 

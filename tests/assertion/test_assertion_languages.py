@@ -21,7 +21,7 @@ from spacy_clinchunk.pipeline import load_pipeline
 pytest.importorskip("medspacy")
 
 KEY = "concepts"
-CUES_DIR = Path(__file__).resolve().parent / "data" / "assertion_languages"  # cues.txt, cues_<round>_<lang>.txt
+CUES_DIR = Path(__file__).resolve().parents[1] / "data" / "assertion_languages"  # cues.txt, cues_<round>_<lang>.txt
 EXAMPLES = ROOT / "resources" / "examples"
 OTHER_LANGS = ("de", "es", "fr", "nl")
 

@@ -14,7 +14,7 @@ from spacy_clinchunk.assertion import prefilter
 from spacy_clinchunk.assertion.prefilter import Condition, Conditions, all_hold, fold_safe, needed_strings
 from spacy_clinchunk.assertion.rules import build_rules
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # tests/<wing>/test_x.py -> the repository
 LANGUAGES = ("en", "de", "es", "fr", "nl")
 
 

@@ -16,7 +16,7 @@ from spacy_clinchunk.cli import main
 from spacy_clinchunk.export.records import RecordError
 from spacy_clinchunk.export.view import ASSERTION_COLORS, label_by_assertion, render_displacy, render_html
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # tests/<wing>/test_x.py -> the repository
 NOTE = ROOT / "resources" / "examples" / "discharge_summary_en.txt"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [

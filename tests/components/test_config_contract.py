@@ -289,7 +289,7 @@ def test_cli_prints_one_line_for_a_bad_setting(tmp_path, capsys):
 def test_every_shipped_config_is_a_strategy():
     from spacy_clinchunk.pipeline import strategies, strategy_config
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     shipped = sorted(p.stem for p in (root / "configs").glob("*.cfg"))
     trained = sorted(p.parent.name for p in (root / "spacy_clinchunk" / "models").glob("*/config.cfg"))
     assert strategies() == sorted(shipped + trained) and "assertion" in shipped and trained == ["span_finder"]

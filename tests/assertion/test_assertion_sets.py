@@ -13,7 +13,7 @@ from typing import Dict, List
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # tests/<wing>/test_x.py -> the repository
 PER_LANGUAGE_DIR = ROOT / "bench" / "data" / "assertion"
 POOLED_FILES = [ROOT / "bench" / "data" / "assertion_dev_own.jsonl", ROOT / "bench" / "data" / "assertion_test_own.jsonl"]
 LABELS = {"affirmed", "negated", "normal", "uncertain", "historical", "hypothetical", "family"}

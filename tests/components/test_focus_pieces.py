@@ -134,7 +134,7 @@ def test_empty_docs_give_empty_groups(text):
 
 
 def test_one_line_of_200000_characters_without_punctuation():
-    # no assertion here: ConText's cost on such a line is tests/test_bad_input.py's subject
+    # no assertion here: ConText's cost on such a line is tests/pipeline/test_bad_input.py's subject
     nlp = chain({**LOOSE, "pieces_key": PIECES}, {"pieces_key": PIECES}, assertion=False)
     text = ("fever with rash and pain We " * 8_000).strip()
     assert len(text) >= 199_990

@@ -1,7 +1,7 @@
 """clin_concept_focus: learned concept spans as each chunk's focus, the rule focus spans elsewhere.
 
 The learned spans are put in their group by hand here, exactly where the trained span_finder
-writes them (``annotations``), so that every case is chosen; tests/test_concept_spans.py runs
+writes them (``annotations``), so that every case is chosen; tests/training/test_concept_spans.py runs
 the component behind a real (tiny) trained span_finder.
 """
 import pytest
