@@ -56,6 +56,10 @@ class Writer:
             self.out: IO[Any] = target or (sys.stdout.buffer if self.binary else sys.stdout)
         else:
             self.out, self._own = open_private(target, "wb" if self.binary else "w"), True
+        self._open()
+
+    def _open(self) -> None:
+        """What a format sets up once its target is known (a file of its own, a row buffer)."""
 
     needs = "FILE"
 
@@ -141,8 +145,7 @@ class ParquetFile(Writer):
     to_path = True
     needs = "FILE.parquet"
 
-    def __init__(self, target: Target, plan: Any = None, index: str = "chunks") -> None:
-        super().__init__(target, plan, index)
+    def _open(self) -> None:
         try:
             import pyarrow.parquet as pq
         except ImportError as err:
@@ -168,10 +171,6 @@ class DatasetFolder(Writer):
     to_path = True
     needs = "DIRECTORY"
 
-    def __init__(self, target: Target, plan: Any = None, index: str = "chunks") -> None:
-        super().__init__(target, plan, index)
-        self._rows: List[Dict[str, Any]] = []
-
     def add(self, doc: Any, doc_id: str) -> int:
         rows = [flat_row(r) for r in self.records(doc, doc_id)]
         self._rows.extend(rows)
@@ -180,6 +179,9 @@ class DatasetFolder(Writer):
     def close(self) -> None:
         _dataset(self._rows).save_to_disk(str(self.path))
         make_private(self.path)
+
+    def _open(self) -> None:
+        self._rows: List[Dict[str, Any]] = []
 
 
 # format name -> writer; a new format is one Writer class and one entry here
