@@ -17,8 +17,9 @@ from spacy.tokens import Doc, Span
 Range = Tuple[int, int]
 
 _LINE_BREAK = re.compile(r"\n\s*")
+# (a letter and its period before another, "o. B.", "z. B.", is an abbreviation, not an item marker)
 _LIST_MARKER = re.compile(
-    r"[^\S\n]*(?:[-*\u2022\u25aa\u25cf\u2013\u00b7>]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxIVX]{1,4}[.)])(?=\s)"
+    r"[^\S\n]*(?:[-*\u2022\u25aa\u25cf\u2013\u00b7>]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)](?![ \t][^\W\d_]\.)|\(?[ivxIVX]{1,4}[.)])(?=\s)"
 )
 _SENTENCE_END = re.compile(r"[.!?;:][\"')\]]*[^\S\n]*$")
 _DOTTED_ABBREVIATION = re.compile(r"^(?:[^\W\d_]{1,2}\.){2,}$")  # b.i.d. A.B. z.B. p.o.
@@ -100,6 +101,10 @@ def strip_range(text: str, start: int, end: int) -> Range:
     return start, end
 
 
+# A line this short (stripped) followed by a line opening with a capital or a digit is a list item.
+ITEM_LINE_MAX_CHARS = 60
+
+
 def is_hard_break(text: str, match_start: int, match_end: int) -> bool:
     """Whether the line break(s) at ``text[match_start:match_end]`` end a unit.
 
@@ -125,7 +130,10 @@ def is_hard_break(text: str, match_start: int, match_end: int) -> bool:
         return True
     if _LABEL_LINE.match(prev_line) or _LABEL_LINE.match(text, match_end):
         return True  # "Admission date: 03/14/2024" lines of a form
-    return False
+    # one item per line: a short line before a line that opens with a capital or a digit
+    # ("Arterielle Hypertonie" / "V.a. KHK"); prose wraps at its full width, not short of it
+    following = text[match_end:match_end + 1]
+    return len(stripped) <= ITEM_LINE_MAX_CHARS and (following.isupper() or following.isdigit())
 
 
 def hard_breaks(text: str, start: int = 0, end: Optional[int] = None) -> Iterator[Range]:

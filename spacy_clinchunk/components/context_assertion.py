@@ -5,7 +5,7 @@ medspaCy's ConText is the engine; :mod:`spacy_clinchunk.assertion` holds the mac
 it: the factory, the ``Pipe`` and its data.
 
 * Settings (``span_keys``, ``language``, ``include_default_rules``, ``max_scope``,
-  ``extension_prefix``, and the old ``rules``) come from the config; the factory signature
+  ``extension_prefix``, ``sections_key``, and the old ``rules``) come from the config; the factory signature
   holds their types and ranges, ``default_config`` their defaults.
 * Data (the ConText rules, the section table, the light words) comes through
   :meth:`ContextAssertion.initialize` (``[initialize.components.clin_context_assertion]``),
@@ -18,6 +18,9 @@ it: the factory, the ``Pipe`` and its data.
   and the pipe warns once. A code ("es") forces that language; ``null`` is
   the pipeline's ``nlp.lang`` (the meaning it had in 0.1). With ``"auto"`` the data of all
   languages is saved and loaded, so a saved pipeline needs no package data.
+* ``sections_key`` (``clin_sections``): the section span group, one span per section labelled with
+  its category. A doc that has it keeps it and its sections are the ones that give statuses; a doc
+  without it gets the sections found here written to it. ``null``: neither read nor written.
 
 Heavy imports (medspaCy pulls in torch and PyRuSH) happen at ``initialize`` or on the
 first doc, never in the constructor.
@@ -70,6 +73,8 @@ except ImportError:  # pragma: no cover - pydantic 1
 FACTORY = "clin_context_assertion"
 LIGHT_WORDS_RESOURCE = "assertion_light_words"
 ABBREVIATIONS_RESOURCE = "abbreviations"  # "bds.", "Pat.": a period after one ends no scope
+# "path.", "Dr.": abbreviations that stand before their noun, so a capital after them opens no sentence
+ATTRIBUTIVE_RESOURCE = "attributive_abbreviations"
 RULES_FILE = "context_rules.json"
 CFG_FILE = "cfg.json"
 DATA_FORMAT = 2  # cfg.json of format 1 held settings; only its language counts
@@ -91,8 +96,10 @@ ExtensionPrefix = constr(strict=True, regex=r"^[A-Za-z_][A-Za-z0-9_]*$")
         "include_default_rules": True,
         "max_scope": None,
         "extension_prefix": attrs.PREFIX,
+        "sections_key": attrs.SECTIONS_KEY,
     },
-    assigns=[f"span._.{attrs.ext(field)}" for field in ("assertion", "assertion_cues", "assertion_statuses", "section")],
+    assigns=[f"span._.{attrs.ext(field)}" for field in ("assertion", "assertion_cues", "assertion_statuses", "section")]
+    + ["doc.spans"],
 )
 def make_context_assertion(
     nlp: Language,
@@ -103,6 +110,7 @@ def make_context_assertion(
     include_default_rules: StrictBool,
     max_scope: Optional[PositiveInt],
     extension_prefix: ExtensionPrefix,
+    sections_key: Optional[str],
 ):
     require_extra(nlp, "context")
     return ContextAssertion(
@@ -114,6 +122,7 @@ def make_context_assertion(
         include_default_rules=include_default_rules,
         max_scope=max_scope,
         extension_prefix=extension_prefix,
+        sections_key=sections_key,
     )
 
 
@@ -137,8 +146,10 @@ class ContextAssertion(Pipe):
         include_default_rules: bool,
         max_scope: Optional[int],
         extension_prefix: str,
+        sections_key: Optional[str] = attrs.SECTIONS_KEY,
     ) -> None:
         self.nlp = nlp
+        self.sections_key = sections_key
         self.name = name
         self.span_keys = list(span_keys)
         self.auto = language == AUTO
@@ -165,6 +176,7 @@ class ContextAssertion(Pipe):
         self._rules: Dict[str, List[RuleDict]] = {}
         self._light_words: Dict[str, List[str]] = {}
         self._abbreviations: Dict[str, List[str]] = {}
+        self._attributive: Dict[str, List[str]] = {}
         self._sections: Dict[str, SectionData] = {}
         self._engines: Dict[str, AssertionEngine] = {}
         self._warned_unsure = False
@@ -179,6 +191,7 @@ class ContextAssertion(Pipe):
         sections: Optional[Dict[str, Any]] = None,
         light_words: Optional[Union[List[str], str]] = None,
         abbreviations: Optional[Union[List[str], str]] = None,
+        attributive_abbreviations: Optional[Union[List[str], str]] = None,
     ) -> None:
         """Set the data and compile the rules (medspaCy is imported here).
 
@@ -192,6 +205,9 @@ class ContextAssertion(Pipe):
         abbreviations: words ending in a period that ends no sentence ("bds.", "Pat."): a
             sentence start after one, before a lower-case word, does not cut a cue's scope
             ("Pupillen bds. isokor"); default: the shipped ``abbreviations`` of the language.
+        attributive_abbreviations: abbreviations that stand before their noun ("path.", "Dr."):
+            a sentence start after one ends no scope before a capitalised word either ("keine
+            path. Geräusche"); default: the shipped ``attributive_abbreviations``.
 
         With ``language = "auto"`` what is given applies to every language, and the data of
         every language is loaded here; each language's rules compile on its first document.
@@ -200,8 +216,12 @@ class ContextAssertion(Pipe):
         given_words = None if light_words is None else resolve_override(light_words, LIGHT_WORDS_RESOURCE)
         given_sections = None if sections is None else check_sections(sections, f"{self.name}: initialize sections")
         given_abbreviations = None if abbreviations is None else resolve_override(abbreviations, ABBREVIATIONS_RESOURCE)
+        given_attributive = (
+            None if attributive_abbreviations is None
+            else resolve_override(attributive_abbreviations, ATTRIBUTIVE_RESOURCE)
+        )
         self._rules, self._light_words, self._sections, self._engines = {}, {}, {}, {}
-        self._abbreviations = {}
+        self._abbreviations, self._attributive = {}, {}
         for lang in self.languages:
             if given_rules is not None:
                 self._rules[lang] = copy.deepcopy(given_rules)
@@ -211,9 +231,12 @@ class ContextAssertion(Pipe):
                 self._sections[lang] = copy.deepcopy(given_sections)
             if given_abbreviations is not None:
                 self._abbreviations[lang] = list(given_abbreviations)
+            if given_attributive is not None:
+                self._attributive[lang] = list(given_attributive)
             self._effective_rules(lang)
             self.light_words_for(lang)
             self.abbreviations_for(lang)
+            self.attributive_for(lang)
             self.sections_for(lang)
         self.engine  # noqa: B018  (compiles the rules of the main language)
 
@@ -250,6 +273,11 @@ class ContextAssertion(Pipe):
             self._light_words[lang] = load_word_list(lang, LIGHT_WORDS_RESOURCE)
         return self._light_words[lang]
 
+    def attributive_for(self, lang: str) -> List[str]:
+        if lang not in self._attributive:
+            self._attributive[lang] = load_word_list(lang, ATTRIBUTIVE_RESOURCE)
+        return self._attributive[lang]
+
     def abbreviations_for(self, lang: str) -> List[str]:
         if lang not in self._abbreviations:
             self._abbreviations[lang] = load_word_list(lang, ABBREVIATIONS_RESOURCE)
@@ -271,7 +299,8 @@ class ContextAssertion(Pipe):
             matcher = compile_rules(self.nlp, self.name, self._effective_rules(lang), self.max_scope)
             light = {w.lower() for w in self.light_words_for(lang)} | _foreign_stop_words(self.nlp, lang)
             sections, abbreviations = SectionTable(self.sections_for(lang)), abbreviation_set(self.abbreviations_for(lang))
-            engine = AssertionEngine(matcher, sections, light, self.max_scope, abbreviations)
+            attributive = abbreviation_set(self.attributive_for(lang))
+            engine = AssertionEngine(matcher, sections, light, self.max_scope, abbreviations, attributive)
             self._engines[lang] = engine
         return engine
 
@@ -294,7 +323,7 @@ class ContextAssertion(Pipe):
         engine = self.engine_for(lang)  # a data error is one of configuration, not of this doc: raised
         error_handler = self.get_error_handler()
         try:
-            for span, result in engine.annotate(doc, groups, text):
+            for span, result in engine.annotate(doc, groups, text, self.sections_key):
                 self.extension_names.write(span, result)
             self._declare_names(doc)
         except Exception as err:
@@ -365,6 +394,7 @@ class ContextAssertion(Pipe):
             "light_words": self.light_words_for(lang),
             "sections": self.sections_for(lang),
             "abbreviations": self.abbreviations_for(lang),
+            "attributive_abbreviations": self.attributive_for(lang),
         }
 
     def _other_rules(self) -> Dict[str, List[RuleDict]]:
@@ -395,6 +425,10 @@ class ContextAssertion(Pipe):
             self._abbreviations[lang] = resolve_override(data["abbreviations"], f"{origin}: abbreviations")
         elif data.get("sections") is not None:  # saved before abbreviations were data: its output stays
             self._abbreviations[lang] = []
+        if data.get("attributive_abbreviations") is not None:
+            self._attributive[lang] = resolve_override(data["attributive_abbreviations"], f"{origin}: attributive_abbreviations")
+        elif data.get("sections") is not None:  # saved before they were data: its output stays
+            self._attributive[lang] = []
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         data = {"cfg": self._cfg(), "context_rules": self._effective_rules()}
