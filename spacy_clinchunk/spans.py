@@ -17,6 +17,12 @@ from spacy.tokens import Doc, Span
 Range = Tuple[int, int]
 
 _LINE_BREAK = re.compile(r"\n\s*")
+# A line break that an export flattened into a comma (MTSamples and many EHR exports: "...stable.,PAST
+# MEDICAL HISTORY:, He has", "Service: Neurology,,CHIEF COMPLAINT:,Recurrent"): commas glued to the next
+# word, after a sentence or label end, doubled, or before a capital or a list marker.
+_FLATTENED_BREAK = re.compile(
+    r"(?<=[.:;!?]),+(?=[^\s,])|,{2,}(?=[^\s,])|(?<=[^\s\d,]),(?=[A-Z\u2022*-]|\d{1,2}[.)][ \t])"
+)
 # (a letter and its period before another, "o. B.", "z. B.", is an abbreviation, not an item marker)
 _LIST_MARKER = re.compile(
     r"[^\S\n]*(?:[-*\u2022\u25aa\u25cf\u2013\u00b7>]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)](?![ \t][^\W\d_]\.)|\(?[ivxIVX]{1,4}[.)])(?=\s)"
@@ -137,15 +143,26 @@ def is_hard_break(text: str, match_start: int, match_end: int) -> bool:
 
 
 def hard_breaks(text: str, start: int = 0, end: Optional[int] = None) -> Iterator[Range]:
-    """Hard boundaries (as char ranges of the whitespace that forms them) in a range."""
+    """Hard boundaries (as char ranges of the whitespace, or the flattened commas, that form
+    them) in a range, in text order."""
     end = len(text) if end is None else end
-    for match in _LINE_BREAK.finditer(text, start, end):
-        if is_hard_break(text, match.start(), match.end()):
-            yield match.start(), match.end()
+    lines = ((m.start(), m.end()) for m in _LINE_BREAK.finditer(text, start, end) if is_hard_break(text, m.start(), m.end()))
+    if "," not in text[start:end]:
+        yield from lines
+        return
+    flattened = ((m.start(), m.end()) for m in _FLATTENED_BREAK.finditer(text, start, end))
+    yield from sorted([*lines, *flattened])
+
+
+def has_breaks(text: str, start: int = 0, end: Optional[int] = None) -> bool:
+    """Whether ``text[start:end]`` may hold a hard boundary (a line break, or a comma an export
+    made of one): a cheap test before :func:`hard_breaks`."""
+    segment = text[start:end]
+    return "\n" in segment or "," in segment
 
 
 def split_at_hard_breaks(text: str, start: int, end: int) -> List[Range]:
-    if "\n" not in text[start:end]:
+    if not has_breaks(text, start, end):
         return [strip_range(text, start, end)] if text[start:end].strip() else []
     pieces: List[Range] = []
     cursor = start

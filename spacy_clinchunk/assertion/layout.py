@@ -12,7 +12,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Option
 from spacy.attrs import IDX, IS_SPACE, LENGTH, LOWER, SENT_START
 from spacy.tokens import Doc, Span
 
-from ..spans import hard_breaks
+from ..spans import has_breaks, hard_breaks
 from .sections import SECTIONIZER_STATUS, Section, SectionTable
 
 # Section headers and form labels: an upper-case label followed by ':' (accented capitals
@@ -30,7 +30,7 @@ _LINE_LABEL = re.compile(
 )
 # a list marker at the start of a line: a bullet, or an item number ("2.", "3)")
 _ITEM_MARKER = re.compile(r"[ \t]*(?:[-*\u2022\u00b7\u2013+](?=[ \t])|\d{1,2}[.)](?=[ \t]))")
-_PARAGRAPH = re.compile(r"\n[^\S\n]*\n")
+_PARAGRAPH = re.compile(r"\n[^\S\n]*\n|,{2,}(?=\S)")  # a blank line, or one an export flattened (",,")
 
 
 class DocLayout:
@@ -145,8 +145,8 @@ class DocLayout:
         self, doc: Doc, table: SectionTable, starts: set, given_sections: Optional[Sequence[Span]] = None
     ) -> None:
         text = self.text
-        for _, b_end in hard_breaks(text) if "\n" in text else ():
-            starts.add(self._token_at(b_end))
+        for _, b_end in hard_breaks(text) if has_breaks(text) else ():
+            starts.add(self._token_holding(b_end))  # a flattened comma may open its token (",FAMILY")
         hits = scan_headers(text, table, lambda word: doc.vocab[word].is_stop)
         label_ends: Dict[int, int] = {}
         for hit in hits:

@@ -40,7 +40,7 @@ from spacy.util import ensure_path
 from .. import attrs
 from ..assertion.cues import compile_rules
 from ..assertion.extensions import ExtensionNames
-from ..assertion.language import detect_language
+from ..assertion.language import detect_language, foreign_stop_words, recorded_language
 from ..assertion.layout import abbreviation_set
 from ..assertion.rules import (  # noqa: F401  (PRECEDENCE ... shipped_rules: the public names of 0.1)
     PRECEDENCE,
@@ -75,6 +75,9 @@ LIGHT_WORDS_RESOURCE = "assertion_light_words"
 ABBREVIATIONS_RESOURCE = "abbreviations"  # "bds.", "Pat.": a period after one ends no scope
 # "path.", "Dr.": abbreviations that stand before their noun, so a capital after them opens no sentence
 ATTRIBUTIVE_RESOURCE = "attributive_abbreviations"
+WORD_LISTS = (LIGHT_WORDS_RESOURCE, ABBREVIATIONS_RESOURCE, ATTRIBUTIVE_RESOURCE)  # initialize's order
+SAVED_KEYS = {LIGHT_WORDS_RESOURCE: "light_words", ABBREVIATIONS_RESOURCE: "abbreviations",
+              ATTRIBUTIVE_RESOURCE: "attributive_abbreviations"}  # list -> its key in cfg.json
 RULES_FILE = "context_rules.json"
 CFG_FILE = "cfg.json"
 DATA_FORMAT = 2  # cfg.json of format 1 held settings; only its language counts
@@ -174,9 +177,7 @@ class ContextAssertion(Pipe):
         self._rules_setting = copy.deepcopy(rules)
         # data per language: absent until initialize, from_disk or first use supplies it
         self._rules: Dict[str, List[RuleDict]] = {}
-        self._light_words: Dict[str, List[str]] = {}
-        self._abbreviations: Dict[str, List[str]] = {}
-        self._attributive: Dict[str, List[str]] = {}
+        self._lists: Dict[str, Dict[str, List[str]]] = {name: {} for name in WORD_LISTS}  # list -> lang -> words
         self._sections: Dict[str, SectionData] = {}
         self._engines: Dict[str, AssertionEngine] = {}
         self._warned_unsure = False
@@ -213,30 +214,21 @@ class ContextAssertion(Pipe):
         every language is loaded here; each language's rules compile on its first document.
         """
         given_rules = None if rules is None else validate_rules(rules, f"{self.name}: initialize rules")
-        given_words = None if light_words is None else resolve_override(light_words, LIGHT_WORDS_RESOURCE)
         given_sections = None if sections is None else check_sections(sections, f"{self.name}: initialize sections")
-        given_abbreviations = None if abbreviations is None else resolve_override(abbreviations, ABBREVIATIONS_RESOURCE)
-        given_attributive = (
-            None if attributive_abbreviations is None
-            else resolve_override(attributive_abbreviations, ATTRIBUTIVE_RESOURCE)
-        )
-        self._rules, self._light_words, self._sections, self._engines = {}, {}, {}, {}
-        self._abbreviations, self._attributive = {}, {}
+        given_lists = {name: resolve_override(value, name) for name, value in zip(
+            WORD_LISTS, (light_words, abbreviations, attributive_abbreviations)) if value is not None}
+        self._rules, self._sections, self._engines = {}, {}, {}
+        self._lists = {name: {} for name in WORD_LISTS}
         for lang in self.languages:
             if given_rules is not None:
                 self._rules[lang] = copy.deepcopy(given_rules)
-            if given_words is not None:
-                self._light_words[lang] = list(given_words)
             if given_sections is not None:
                 self._sections[lang] = copy.deepcopy(given_sections)
-            if given_abbreviations is not None:
-                self._abbreviations[lang] = list(given_abbreviations)
-            if given_attributive is not None:
-                self._attributive[lang] = list(given_attributive)
+            for name in WORD_LISTS:
+                if name in given_lists:
+                    self._lists[name][lang] = list(given_lists[name])
+                self.word_list(name, lang)
             self._effective_rules(lang)
-            self.light_words_for(lang)
-            self.abbreviations_for(lang)
-            self.attributive_for(lang)
             self.sections_for(lang)
         self.engine  # noqa: B018  (compiles the rules of the main language)
 
@@ -268,20 +260,18 @@ class ContextAssertion(Pipe):
         """The compiled data of :attr:`lang`; built on first use when ``initialize`` was never called."""
         return self.engine_for(self.lang)
 
-    def light_words_for(self, lang: str) -> List[str]:
-        if lang not in self._light_words:
-            self._light_words[lang] = load_word_list(lang, LIGHT_WORDS_RESOURCE)
-        return self._light_words[lang]
+    def word_list(self, name: str, lang: str) -> List[str]:
+        """One of the :data:`WORD_LISTS` of ``lang``: given, loaded from disk, or the shipped one."""
+        by_lang = self._lists[name]
+        if lang not in by_lang:
+            by_lang[lang] = load_word_list(lang, name)
+        return by_lang[lang]
 
-    def attributive_for(self, lang: str) -> List[str]:
-        if lang not in self._attributive:
-            self._attributive[lang] = load_word_list(lang, ATTRIBUTIVE_RESOURCE)
-        return self._attributive[lang]
+    def light_words_for(self, lang: str) -> List[str]:
+        return self.word_list(LIGHT_WORDS_RESOURCE, lang)
 
     def abbreviations_for(self, lang: str) -> List[str]:
-        if lang not in self._abbreviations:
-            self._abbreviations[lang] = load_word_list(lang, ABBREVIATIONS_RESOURCE)
-        return self._abbreviations[lang]
+        return self.word_list(ABBREVIATIONS_RESOURCE, lang)
 
     def sections_for(self, lang: str) -> SectionData:
         if lang not in self._sections:
@@ -297,9 +287,9 @@ class ContextAssertion(Pipe):
         engine = self._engines.get(lang)
         if engine is None:
             matcher = compile_rules(self.nlp, self.name, self._effective_rules(lang), self.max_scope)
-            light = {w.lower() for w in self.light_words_for(lang)} | _foreign_stop_words(self.nlp, lang)
+            light = {w.lower() for w in self.light_words_for(lang)} | foreign_stop_words(self.nlp.lang, lang)
             sections, abbreviations = SectionTable(self.sections_for(lang)), abbreviation_set(self.abbreviations_for(lang))
-            attributive = abbreviation_set(self.attributive_for(lang))
+            attributive = abbreviation_set(self.word_list(ATTRIBUTIVE_RESOURCE, lang))
             engine = AssertionEngine(matcher, sections, light, self.max_scope, abbreviations, attributive)
             self._engines[lang] = engine
         return engine
@@ -335,6 +325,8 @@ class ContextAssertion(Pipe):
         detected only with ``"auto"``: a fixed language costs nothing per doc."""
         score: Optional[float] = None
         lang = self.lang
+        if self.auto and recorded_language(doc, (_LANGUAGE, _LANGUAGE_SCORE)) in self.languages:
+            return str(doc._.get(_LANGUAGE))  # an earlier component ("auto" chunking) detected it, surely
         if self.auto:
             guess = detect_language(text, self.languages)
             if guess.sure:
@@ -390,12 +382,8 @@ class ContextAssertion(Pipe):
         return cfg
 
     def _language_data(self, lang: str) -> Dict[str, Any]:
-        return {
-            "light_words": self.light_words_for(lang),
-            "sections": self.sections_for(lang),
-            "abbreviations": self.abbreviations_for(lang),
-            "attributive_abbreviations": self.attributive_for(lang),
-        }
+        lists = {key: self.word_list(name, lang) for name, key in SAVED_KEYS.items()}
+        return {**lists, "sections": self.sections_for(lang)}
 
     def _other_rules(self) -> Dict[str, List[RuleDict]]:
         return {lang: self._effective_rules(lang) for lang in self._other_languages()}
@@ -417,18 +405,13 @@ class ContextAssertion(Pipe):
     def _load_language(self, lang: str, data: Dict[str, Any], rules: Any, origin: str) -> None:
         if rules is not None:
             self._rules[lang] = validate_rules(rules, origin)
-        if data.get("light_words") is not None:
-            self._light_words[lang] = resolve_override(data["light_words"], f"{origin}: light_words")
         if data.get("sections") is not None:
             self._sections[lang] = check_sections(data["sections"], f"{origin}: sections")
-        if data.get("abbreviations") is not None:
-            self._abbreviations[lang] = resolve_override(data["abbreviations"], f"{origin}: abbreviations")
-        elif data.get("sections") is not None:  # saved before abbreviations were data: its output stays
-            self._abbreviations[lang] = []
-        if data.get("attributive_abbreviations") is not None:
-            self._attributive[lang] = resolve_override(data["attributive_abbreviations"], f"{origin}: attributive_abbreviations")
-        elif data.get("sections") is not None:  # saved before they were data: its output stays
-            self._attributive[lang] = []
+        for name, key in SAVED_KEYS.items():
+            if data.get(key) is not None:
+                self._lists[name][lang] = resolve_override(data[key], f"{origin}: {key}")
+            elif data.get("sections") is not None and name != LIGHT_WORDS_RESOURCE:
+                self._lists[name][lang] = []  # saved before the list was data: its output stays
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         data = {"cfg": self._cfg(), "context_rules": self._effective_rules()}
@@ -460,16 +443,6 @@ class ContextAssertion(Pipe):
                 others[lang] = srsly.read_json(file)
         self._load(cfg, rules, str(path / RULES_FILE), others)
         return self
-
-
-def _foreign_stop_words(nlp: Language, lang: str) -> set:
-    """spaCy's stop words of ``lang`` when the tokenizer is of another language: with "auto",
-    "le" in "Le patient ne présente plus ..." is as light under an English tokenizer."""
-    if lang == nlp.lang:
-        return set()
-    from spacy.util import get_lang_class
-
-    return {w.lower() for w in get_lang_class(lang).Defaults.stop_words}
 
 
 def language_rules_file(lang: str) -> str:
