@@ -135,6 +135,10 @@ def test_scopes_end_where_the_clause_ends_in_every_language(lang, text, phrase, 
     ("Die Transfusionen verliefen komplikationslos.", "komplikationslos", "negated"),
     ("Hier lässt sich eine Infiltration nicht ausschließen.", "Infiltration", "uncertain"),
     ("Negativ sind h-Caldesmon, EMA, Hormonrezeptoren.", "Hormonrezeptoren", "negated"),
+    ("Eine erneute Rißbildung bestätigte sich nicht, die frische Naht hielt.", "erneute Rißbildung", "negated"),
+    ("Eine Anastomosierung hätte zu einer Stuhlinkontinenz geführt hätte.", "Stuhlinkontinenz", "hypothetical"),
+    ("Verlauf: Herr Muster wurde elektiv zum Drainagewechsel aufgenommen. Dieser wurde ohne \n"
+     "Komplikationen durchgeführt.", "Komplikationen", "negated"),  # a wrapped long line: the cue goes on
 ])
 def test_german_abbreviations_and_post_negation(text, phrase, expected):
     assert concept("de", text, phrase) == expected

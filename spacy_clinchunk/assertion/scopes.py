@@ -11,6 +11,7 @@ from typing import Any, List, Optional, Tuple
 
 from spacy.tokens import Doc
 
+from ..spans import ITEM_LINE_MAX_CHARS
 from .cues import CueMatcher
 from .layout import DocLayout
 
@@ -100,6 +101,9 @@ def _leads_unit(layout: DocLayout, unit_start: int, cue_start: int) -> bool:
     words = [layout.text_of(i, i + 1) for i in range(unit_start, cue_start) if not layout.space[i]]
     if not words or words[-1] == ":":
         return True
+    cue_char = layout.idx[cue_start]
+    if cue_char - (layout.text.rfind("\n", 0, cue_char) + 1) > ITEM_LINE_MAX_CHARS:
+        return True  # a long line is prose wrapped at its width ("Verlauf: ... Dieser wurde ohne" / "Komplikationen")
     return all(w in _LIST_BULLETS or w.rstrip(".)").isdigit() or w in ".)" for w in words)
 
 
