@@ -3,11 +3,12 @@ German abbreviations, the section span group, bad input in linear work. Each cas
 the real notes showed, written here as a regression test (the judge is the annotated real-note
 split, bench/real_notes.py)."""
 import pytest
-import spacy
 
 from spacy_clinchunk import attrs
 from spacy_clinchunk.assertion import status as status_module
 from spacy_clinchunk.pipeline import load_pipeline
+
+from assertion_helpers import assess
 
 
 @pytest.fixture(scope="module")
@@ -26,15 +27,7 @@ def statuses(nlp, text, key=attrs.CHUNKS_KEY):
 
 
 def concept(lang, text, phrase):
-    nlp = spacy.blank(lang)
-    nlp.add_pipe("sentencizer")
-    nlp.add_pipe("clin_context_assertion", config={"span_keys": ["c"], "language": lang})
-    doc = nlp.make_doc(text)
-    start = text.index(phrase)
-    doc.spans["c"] = [doc.char_span(start, start + len(phrase), alignment_mode="expand")]
-    for _, proc in nlp.pipeline:
-        doc = proc(doc)
-    return doc.spans["c"][0]._.clin_assertion
+    return assess(lang, text, phrase)._.clin_assertion
 
 
 # -- sections ---------------------------------------------------------------------------
