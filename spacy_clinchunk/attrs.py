@@ -22,6 +22,7 @@ VORONOI_KEY = "voronoi"  # Voronoi territories
 VORONOI_VARIANT_PREFIX = "voronoi_"  # + "0.50" etc.
 ASSERTION_VIEW_KEY = "clin_assertion_view"  # copy of a group labelled by assertion, for displaCy
 FOCUS_KEY = "clin_focus"  # clin_focus: the framing-free finding of each chunk
+SECTIONS_KEY = "clin_sections"  # clin_context_assertion: one span per section, labelled with its category
 
 ASSERTION_LABELS = (
     "affirmed",

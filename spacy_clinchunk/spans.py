@@ -17,8 +17,15 @@ from spacy.tokens import Doc, Span
 Range = Tuple[int, int]
 
 _LINE_BREAK = re.compile(r"\n\s*")
+# A line break that an export flattened into a comma (MTSamples and many EHR exports: "...stable.,PAST
+# MEDICAL HISTORY:, He has", "Service: Neurology,,CHIEF COMPLAINT:,Recurrent"): commas glued to the next
+# word, after a sentence or label end, doubled, or before a capital or a list marker.
+_FLATTENED_BREAK = re.compile(
+    r"(?<=[.:;!?]),+(?=[^\s,])|,{2,}(?=[^\s,])|(?<=[^\s\d,]),(?=[A-Z\u2022*-]|\d{1,2}[.)][ \t])"
+)
+# (a letter and its period before another, "o. B.", "z. B.", is an abbreviation, not an item marker)
 _LIST_MARKER = re.compile(
-    r"[^\S\n]*(?:[-*\u2022\u25aa\u25cf\u2013\u00b7>]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxIVX]{1,4}[.)])(?=\s)"
+    r"[^\S\n]*(?:[-*\u2022\u25aa\u25cf\u2013\u00b7>]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)](?![ \t][^\W\d_]\.)|\(?[ivxIVX]{1,4}[.)])(?=\s)"
 )
 _SENTENCE_END = re.compile(r"[.!?;:][\"')\]]*[^\S\n]*$")
 _DOTTED_ABBREVIATION = re.compile(r"^(?:[^\W\d_]{1,2}\.){2,}$")  # b.i.d. A.B. z.B. p.o.
@@ -100,6 +107,10 @@ def strip_range(text: str, start: int, end: int) -> Range:
     return start, end
 
 
+# A line this short (stripped) followed by a line opening with a capital or a digit is a list item.
+ITEM_LINE_MAX_CHARS = 60
+
+
 def is_hard_break(text: str, match_start: int, match_end: int) -> bool:
     """Whether the line break(s) at ``text[match_start:match_end]`` end a unit.
 
@@ -125,19 +136,33 @@ def is_hard_break(text: str, match_start: int, match_end: int) -> bool:
         return True
     if _LABEL_LINE.match(prev_line) or _LABEL_LINE.match(text, match_end):
         return True  # "Admission date: 03/14/2024" lines of a form
-    return False
+    # one item per line: a short line before a line that opens with a capital or a digit
+    # ("Arterielle Hypertonie" / "V.a. KHK"); prose wraps at its full width, not short of it
+    following = text[match_end:match_end + 1]
+    return len(stripped) <= ITEM_LINE_MAX_CHARS and (following.isupper() or following.isdigit())
 
 
 def hard_breaks(text: str, start: int = 0, end: Optional[int] = None) -> Iterator[Range]:
-    """Hard boundaries (as char ranges of the whitespace that forms them) in a range."""
+    """Hard boundaries (as char ranges of the whitespace, or the flattened commas, that form
+    them) in a range, in text order."""
     end = len(text) if end is None else end
-    for match in _LINE_BREAK.finditer(text, start, end):
-        if is_hard_break(text, match.start(), match.end()):
-            yield match.start(), match.end()
+    lines = ((m.start(), m.end()) for m in _LINE_BREAK.finditer(text, start, end) if is_hard_break(text, m.start(), m.end()))
+    if "," not in text[start:end]:
+        yield from lines
+        return
+    flattened = ((m.start(), m.end()) for m in _FLATTENED_BREAK.finditer(text, start, end))
+    yield from sorted([*lines, *flattened])
+
+
+def has_breaks(text: str, start: int = 0, end: Optional[int] = None) -> bool:
+    """Whether ``text[start:end]`` may hold a hard boundary (a line break, or a comma an export
+    made of one): a cheap test before :func:`hard_breaks`."""
+    segment = text[start:end]
+    return "\n" in segment or "," in segment
 
 
 def split_at_hard_breaks(text: str, start: int, end: int) -> List[Range]:
-    if "\n" not in text[start:end]:
+    if not has_breaks(text, start, end):
         return [strip_range(text, start, end)] if text[start:end].strip() else []
     pieces: List[Range] = []
     cursor = start

@@ -51,7 +51,7 @@ def test_decorated_factories_and_functions_equal_entry_points():
     groups = entry_points_from_setup_cfg()
     factories = {name for name in registry.factories.get_all() if name.startswith("clin_")}
     assert factories == set(groups["spacy_factories"])
-    for registry_name in ("misc", "scorers", "readers", "architectures"):
+    for registry_name in ("misc", "scorers", "readers", "architectures", "tokenizers"):
         ours = {n for n in getattr(registry, registry_name).get_all() if n.startswith("spacy_clinchunk.")}
         assert ours == set(groups.get(f"spacy_{registry_name}", {})), registry_name
 

@@ -13,6 +13,7 @@ from conftest import chunk_texts
 
 WORD_LISTS = (
     "abbreviations",
+    "attributive_abbreviations",
     "introducer_abbreviations",
     "coordinating_conjunctions",
     "transition_markers",

@@ -266,3 +266,23 @@ def detect_language(text: str, candidates: Iterable[str] = SUPPORTED) -> Languag
         and best_votes - runner_up >= MIN_LEAD
     )
     return LanguageGuess(best, round(share, 3), sure)
+
+
+def recorded_language(doc: Any, names: Tuple[str, str]) -> Optional[str]:
+    """The language an earlier component detected for ``doc`` and was sure of (``names``: the
+    doc extensions of the language and its score), or None: detection runs once per doc."""
+    language_attr, score_attr = names
+    if not (doc.has_extension(language_attr) and doc.has_extension(score_attr)):
+        return None
+    language, score = doc._.get(language_attr), doc._.get(score_attr)
+    return language if language in SUPPORTED and score is not None else None
+
+
+def foreign_stop_words(tokenizer_lang: str, lang: str) -> set:
+    """spaCy's stop words of ``lang`` when the tokenizer is of another language: with "auto",
+    "le" in "Le patient ne présente plus ..." is as light under an English tokenizer."""
+    if lang == tokenizer_lang:
+        return set()
+    from spacy.util import get_lang_class
+
+    return {w.lower() for w in get_lang_class(lang).Defaults.stop_words}

@@ -7,12 +7,12 @@ units.
 """
 import re
 from bisect import bisect_left, bisect_right
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from spacy.attrs import IDX, IS_SPACE, LENGTH, LOWER, SENT_START
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 
-from ..spans import hard_breaks
+from ..spans import has_breaks, hard_breaks
 from .sections import SECTIONIZER_STATUS, Section, SectionTable
 
 # Section headers and form labels: an upper-case label followed by ':' (accented capitals
@@ -30,17 +30,27 @@ _LINE_LABEL = re.compile(
 )
 # a list marker at the start of a line: a bullet, or an item number ("2.", "3)")
 _ITEM_MARKER = re.compile(r"[ \t]*(?:[-*\u2022\u00b7\u2013+](?=[ \t])|\d{1,2}[.)](?=[ \t]))")
-_PARAGRAPH = re.compile(r"\n[^\S\n]*\n")
+_PARAGRAPH = re.compile(r"\n[^\S\n]*\n|,{2,}(?=\S)")  # a blank line, or one an export flattened (",,")
 
 
 class DocLayout:
     """Where a doc's sentences, headers and sections are, in tokens.
 
+    ``given_sections``: a section span group (``clin_sections``, each span a header and its
+    body, labelled with its category) to use instead of the sections found here, so that
+    every reader of a doc sees one segmentation.
+
     The token attributes the engine reads (space, offsets, lengths, lower forms) are taken
     from the doc once, as arrays: a ``Token`` made per look-up cost more than the lookups."""
 
     def __init__(
-        self, doc: Doc, table: SectionTable, text: Optional[str] = None, abbreviations: FrozenSet[str] = frozenset()
+        self,
+        doc: Doc,
+        table: SectionTable,
+        text: Optional[str] = None,
+        abbreviations: FrozenSet[str] = frozenset(),
+        given_sections: Optional[Sequence[Span]] = None,
+        attributive: FrozenSet[str] = frozenset(),
     ) -> None:
         n = len(doc)
         self.doc = doc
@@ -53,8 +63,8 @@ class DocLayout:
         self.lowers: Set[int] = set(columns[4])  # the LOWER hashes the doc holds
         self.has_sents = n > 1 and any(sent[1:])
         starts = {i for i, value in enumerate(sent) if value == 1} if self.has_sents else set()
-        if abbreviations and starts:
-            starts = {i for i in starts if not self._after_abbreviation(i, abbreviations)}
+        if (abbreviations or attributive) and starts:
+            starts = {i for i in starts if not self._after_abbreviation(i, abbreviations, attributive)}
         starts.add(0)
         # header label token ranges (never cues) and sections
         self.labels: List[Tuple[int, int]] = []
@@ -64,7 +74,7 @@ class DocLayout:
         if sectionized:
             self._from_sectionizer(doc, starts)
         else:
-            self._from_headers(doc, table, starts)
+            self._from_headers(doc, table, starts, given_sections)
         self.field_starts.sort()
         ordered = sorted(s for s in starts if 0 <= s < n)
         self.unit_starts = ordered
@@ -72,17 +82,20 @@ class DocLayout:
         self.label_starts = [a for a, _ in self.labels]
         self.section_starts = [sec.head_start for sec in self.sections]
 
-    def _after_abbreviation(self, start: int, abbreviations: FrozenSet[str]) -> bool:
+    def _after_abbreviation(self, start: int, abbreviations: FrozenSet[str], attributive: FrozenSet[str]) -> bool:
         """A sentence start the sentencizer set after an abbreviation's period, before a word in
-        lower case ("Pupillen bds. isokor", "Pat. verneint"): the sentence goes on."""
+        lower case ("Pupillen bds. isokor", "Pat. verneint"), or after one that stands before its
+        noun, before any word ("keine path. Geräusche"): the sentence goes on."""
         if start < 2 or self.length[start - 1] != 1:
             return False
         text, idx = self.text, self.idx
         period, word = idx[start - 1], idx[start - 2]
-        first = text[idx[start]:idx[start] + 1]
-        if text[period] != "." or word + self.length[start - 2] != period or not (first.islower() or first.isdigit()):
+        if text[period] != "." or word + self.length[start - 2] != period:
             return False
-        return text[word:period].lower() in abbreviations
+        first, abbreviation = text[idx[start]:idx[start] + 1], text[word:period].lower()
+        if first.islower() or first.isdigit():
+            return abbreviation in abbreviations or abbreviation in attributive
+        return abbreviation in attributive
 
     def _stands_as_header(self, head: int, body: int) -> bool:
         """A title opens its line or ends with a colon."""
@@ -92,6 +105,13 @@ class DocLayout:
             return True
         title_end = self.char_end(body - 1)
         return text[title_end - 1:title_end] == ":" or text[title_end:title_end + 1] == ":"
+
+    def _token_holding(self, char: int) -> int:
+        """Index of the token that holds ``char`` (the doc's length past its end): a flattened
+        header's label may start inside a token (",FAMILY" of "cancer.,FAMILY HISTORY:")."""
+        if char >= len(self.text):
+            return len(self.idx)
+        return max(bisect_right(self.idx, char) - 1, 0)
 
     def _token_at(self, char: int) -> int:
         """Index of the first token starting at or after ``char``."""
@@ -121,30 +141,35 @@ class DocLayout:
         self.labels.sort()
         self.sections.sort(key=lambda sec: sec.head_start)
 
-    def _from_headers(self, doc: Doc, table: SectionTable, starts: set) -> None:
+    def _from_headers(
+        self, doc: Doc, table: SectionTable, starts: set, given_sections: Optional[Sequence[Span]] = None
+    ) -> None:
         text = self.text
-        for _, b_end in hard_breaks(text) if "\n" in text else ():
-            starts.add(self._token_at(b_end))
-        opened: List[Tuple[int, int, Optional[str], Optional[str], int, int]] = []
-        for head, label_end, body in _find_headers(text, table):
-            head_tok, label_tok = self._token_at(head), self._token_at(label_end)
-            name, label = table.lookup(text[head:label_end])
-            if name is None and label_tok > head_tok and doc[label_tok - 1].is_stop:
-                continue  # "Call if:" opens a list; a label ends in a noun
+        for _, b_end in hard_breaks(text) if has_breaks(text) else ():
+            starts.add(self._token_holding(b_end))  # a flattened comma may open its token (",FAMILY")
+        hits = scan_headers(text, table, lambda word: doc.vocab[word].is_stop)
+        label_ends: Dict[int, int] = {}
+        for hit in hits:
+            head_tok, label_tok = self._token_holding(hit.start), self._token_at(hit.label_end)
             starts.add(head_tok)
-            if name is None and not _opens_section(text, head):
+            if not hit.opens:
                 continue  # "- Mother: diabetes" is an item of its section, not a new one
-            opened.append((head_tok, label_tok, name, label, head, body))
-            if name is not None and label_tok > head_tok:
+            label_ends[self.idx[head_tok] if head_tok < len(self.idx) else hit.start] = label_tok
+            if hit.name is not None and label_tok > head_tok:
                 self.labels.append((head_tok, label_tok))
             elif label_tok > head_tok:  # "HEENT: ... is not present": a field's value begins after its label
-                self.field_starts.append(self._first_word(body))
-        for k, (head_tok, label_tok, name, label, _, body) in enumerate(opened):
-            if name is None:
-                continue  # an unknown header ends the section before it, but "Denies:" still negates
-            end = opened[k + 1][4] if k + 1 < len(opened) else len(text)
-            end = _body_end(text, body, end)
-            self.sections.append(Section(doc, head_tok, label_tok, self._token_at(end), name, label))
+                self.field_starts.append(self._first_word(hit.body))
+        if given_sections is not None:
+            for span in given_sections:  # a group's section: its header is the label found at its start
+                head_end = label_ends.get(span.start_char, span.start)  # the group's span starts at its label's token
+                name = span.label_ or None
+                self.sections.append(Section(doc, span.start, head_end, span.end, name, table.status_of(name)))
+                starts.add(span.start)
+            self.sections.sort(key=lambda sec: sec.head_start)
+            return
+        for hit, end in section_extents(text, hits):
+            head_tok, end_tok = self._token_holding(hit.start), self._token_holding(end)
+            self.sections.append(Section(doc, head_tok, self._token_at(hit.label_end), end_tok, hit.name, hit.status))
 
     def _first_word(self, char: int) -> int:
         token = self._token_at(char)
@@ -183,6 +208,44 @@ def abbreviation_set(words: Iterable[str]) -> FrozenSet[str]:
     return frozenset(w.strip().lower()[:-1] for w in words if w.strip().endswith(".") and len(w.strip()) > 1)
 
 
+class HeaderHit(NamedTuple):
+    """A header or form label found in a text, in characters."""
+
+    start: int  # where its label starts
+    label_end: int  # where its label ends (before the colon)
+    body: int  # where what it heads starts
+    name: Optional[str]  # the section category of a known header; None for a form label
+    status: Optional[str]  # the status its section gives what it holds
+    opens: bool  # it ends the section before it (a known header, or a label opening its line)
+
+
+def scan_headers(text: str, table: SectionTable, is_stop: Callable[[str], bool]) -> List[HeaderHit]:
+    """The headers and form labels of ``text``, in order. A label whose last word is a stop word
+    opens a list ("Call if:"), not a section; an unknown label that neither opens its line nor
+    follows a flattened line break is an item of the section it stands in ("- Mother: diabetes")."""
+    hits: List[HeaderHit] = []
+    for head, label_end, body in _find_headers(text, table):
+        name, status = table.lookup(text[head:label_end])
+        if name is None and is_stop(text[head:label_end].split()[-1]):
+            continue
+        opens = name is not None or _opens_section(text, head, label_end)
+        hits.append(HeaderHit(head, label_end, body, name, status, opens))
+    return hits
+
+
+def section_extents(text: str, hits: Sequence[HeaderHit]) -> List[Tuple[HeaderHit, int]]:
+    """(header, end char) of every known section: a section ends at the next header that opens
+    one, known or not, or at a blank line once its body has begun; never later."""
+    opened = [hit for hit in hits if hit.opens]
+    extents = []
+    for k, hit in enumerate(opened):
+        if hit.name is None:
+            continue  # an unknown header ends the section before it, but "Denies:" still negates
+        end = opened[k + 1].start if k + 1 < len(opened) else len(text)
+        extents.append((hit, _body_end(text, hit.body, end)))
+    return extents
+
+
 def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
     """(start, label end, body start) char offsets of the headers and form labels in ``text``."""
     found: List[Tuple[int, int, int]] = []
@@ -215,11 +278,23 @@ def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
     return kept
 
 
-def _opens_section(text: str, head: int) -> bool:
+def _opens_section(text: str, head: int, label_end: int) -> bool:
     """An unknown header ends the section before it when it opens its line without a
-    list marker: "- Mother: diabetes" and "1. CAD: s/p stent" are items of their section."""
+    list marker ("- Mother: diabetes" and "1. CAD: s/p stent" are items of their section),
+    or when an upper-case label follows a separator: an export that flattened its line
+    breaks into commas ("...father.,HOME MEDICATIONS:, Lisinopril") keeps its headers so."""
     line_start = text.rfind("\n", 0, head) + 1
-    return not text[line_start:head].strip()
+    before = text[line_start:head].rstrip()
+    if not before:
+        return True
+    if before[-1] == "." and before[:-1].split()[-1:] and before[:-1].split()[-1].isdigit():
+        return False  # "1. CAD: s/p stent": an item number, not the end of a flattened line
+    return before[-1] in ",.;" and _is_upper_label(text[head:label_end])
+
+
+def _is_upper_label(label: str) -> bool:
+    letters = [c for c in label if c.isalpha()]
+    return len(letters) >= 3 and all(c.isupper() for c in letters)
 
 
 def _body_end(text: str, body: int, end: int) -> int:

@@ -29,7 +29,7 @@ _MAX_CLASS = 8  # a character class of at most this many single characters is a 
 _CASELESS = set("0123456789 \t\n!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # ASCII that no case folding reaches
 # Characters whose case-insensitive matching in ``re`` is exactly ``str.lower`` equality, each
 # lowering to one character: Latin-1, Latin Extended-A and general punctuation, less "İ", "ı"
-# and "ſ", which ``re`` also equates with "i" and "s" (tests/test_assertion_prefilter.py checks
+# and "ſ", which ``re`` also equates with "i" and "s" (tests/assertion/test_assertion_prefilter.py checks
 # this against ``re`` itself). Between a text and a string made of these only, a lowered
 # substring test answers as ``re.IGNORECASE`` does, at a tenth of its cost.
 _NOT_FOLD_SAFE = re.compile("[^\x00-\u017f\u2000-\u206f]|[\u0130\u0131\u017f]")

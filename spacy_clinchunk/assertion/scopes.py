@@ -11,6 +11,7 @@ from typing import Any, List, Optional, Tuple
 
 from spacy.tokens import Doc
 
+from ..spans import ITEM_LINE_MAX_CHARS
 from .cues import CueMatcher
 from .layout import DocLayout
 
@@ -39,7 +40,7 @@ def unit_modifiers(doc: Doc, matcher: CueMatcher, layout: DocLayout, max_scope: 
         u_start, u_end = units[u]
         rule_scope = rule.max_scope or limit
         scope_start, scope_end = scope(rule.direction, rule_scope, start, end, layout.field_floor(start, u_start), u_end)
-        later = _later_units(doc, layout, rule.direction, u, end, scope_end)
+        later = _later_units(doc, layout, rule.direction, u, start, end, scope_end)
         if later:  # "NEGATIVE FOR" at the end of a line, "Call if:" over its list
             last = units[later[-1]][1]
             scope_end = last if rule_scope is None else min(last, end + rule_scope)
@@ -67,7 +68,9 @@ def scope(direction: str, limit: Optional[int], start: int, end: int, u_start: i
     return start, end  # TERMINATE / PSEUDO
 
 
-def _later_units(doc: Doc, layout: DocLayout, direction: str, u: int, end: int, scope_end: int) -> List[int]:
+def _later_units(
+    doc: Doc, layout: DocLayout, direction: str, u: int, start: int, end: int, scope_end: int
+) -> List[int]:
     """Units after ``u`` that a forward cue governs: the next one when nothing follows
     the cue in its unit; every list item when its unit ends with a colon."""
     units, space = layout.units, layout.space
@@ -85,7 +88,23 @@ def _later_units(doc: Doc, layout: DocLayout, direction: str, u: int, end: int, 
             k += 1
         if items:
             return items
-    return [u + 1] if _ends_unit(layout, end, u_end) else []
+    opens_list = _last_word(layout, units[u]) == ":"  # "Gezielt verneint werden:" over the line below
+    if _ends_unit(layout, end, u_end) and (opens_list or _leads_unit(layout, units[u][0], start)):
+        return [u + 1]
+    return []
+
+
+def _leads_unit(layout: DocLayout, unit_start: int, cue_start: int) -> bool:
+    """Nothing but a label ("Urine: negative for"), a list marker or nothing stands before the
+    cue in its unit: a cue after an item's own words ("Zopiclon 7,5 mg z.N.") ends with its
+    line, and the next line is the next item."""
+    words = [layout.text_of(i, i + 1) for i in range(unit_start, cue_start) if not layout.space[i]]
+    if not words or words[-1] == ":":
+        return True
+    cue_char = layout.idx[cue_start]
+    if cue_char - (layout.text.rfind("\n", 0, cue_char) + 1) > ITEM_LINE_MAX_CHARS:
+        return True  # a long line is prose wrapped at its width ("Verlauf: ... Dieser wurde ohne" / "Komplikationen")
+    return all(w in _LIST_BULLETS or w.rstrip(".)").isdigit() or w in ".)" for w in words)
 
 
 def _last_word(layout: DocLayout, unit: Unit) -> str:

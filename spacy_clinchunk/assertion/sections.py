@@ -77,6 +77,7 @@ class SectionTable:
 
     def __init__(self, sections: SectionData) -> None:
         self.by_header: Dict[str, Tuple[str, Optional[str]]] = {}
+        self.statuses: Dict[str, Optional[str]] = {name: entry.get("status") for name, entry in sections.items()}
         for name, entry in sections.items():
             for header in entry.get("headers", []):
                 self.by_header[normalize_header(header)] = (name, entry.get("status"))
@@ -86,6 +87,10 @@ class SectionTable:
         self.line_header = re.compile(
             rf"(?im)^[ \t]*(?:[-*\u2022\u00b7\u2013+][ \t]*|\d{{1,2}}[.)][ \t]+)?(?:{alternatives})[ \t]*:?[ \t]*$"
         )
+
+    def status_of(self, name: Optional[str]) -> Optional[str]:
+        """The status a section of this category gives what it holds (None: none, or unknown)."""
+        return self.statuses.get(name) if name else None
 
     def lookup(self, label: str) -> Tuple[Optional[str], Optional[str]]:
         """(section name, status) of a header label; (None, None) when unknown."""

@@ -20,6 +20,7 @@ from .scopes import UnitModifiers, unit_modifiers
 from .sections import Section, SectionTable
 
 Cue = Dict[str, Any]
+_FORWARD = ("FORWARD", "BIDIRECTIONAL")
 
 
 class Assertion(NamedTuple):
@@ -37,19 +38,28 @@ class AssertionEngine:
     def __init__(
         self, matcher: CueMatcher, sections: SectionTable, light_words: Set[str], max_scope: Optional[int],
         abbreviations: FrozenSet[str] = frozenset(),
+        attributive: FrozenSet[str] = frozenset(),
     ) -> None:
         self.matcher = matcher
         self.abbreviations = abbreviations
+        self.attributive = attributive
         self.sections = sections
         self.light_words = light_words
         self.max_scope = max_scope
 
     def annotate(
-        self, doc: Doc, groups: Sequence[Iterable[Span]], text: Optional[str] = None
+        self, doc: Doc, groups: Sequence[Iterable[Span]], text: Optional[str] = None, sections_key: Optional[str] = None
     ) -> Iterator[Tuple[Span, Assertion]]:
         """(span, assertion) for every span of ``groups``, all spans of one doc (``text``:
-        ``doc.text``, when the caller has it: spaCy joins the tokens anew on each read)."""
-        layout = DocLayout(doc, self.sections, doc.text if text is None else text, self.abbreviations)
+        ``doc.text``, when the caller has it: spaCy joins the tokens anew on each read).
+
+        ``sections_key``: the doc's section span group. When the doc has it (an earlier run or
+        component wrote it), its sections are the ones used; when it has none, the sections
+        found here are written to it, so chunks, records and the view read one segmentation."""
+        given = list(doc.spans[sections_key]) if sections_key and sections_key in doc.spans else None
+        layout = DocLayout(doc, self.sections, doc.text if text is None else text, self.abbreviations, given, self.attributive)
+        if sections_key and given is None:
+            write_sections(doc, sections_key, layout.sections)
         per_unit = unit_modifiers(doc, self.matcher, layout, self.max_scope)
         for targets in groups:
             for target in targets:
@@ -100,13 +110,23 @@ class AssertionEngine:
             return True
         if _in_compound(target, m_start, m_end):  # "history" in "history-taking" names the concept
             return False
-        # cue inside the span: what of the span lies before the cue's reach must be light
+        # cue inside the span: what of the span lies before the cue's reach must be light,
+        # or a forward cue's scope runs to the span's end with no comma before the cue: the
+        # span's last words, where a finding's head stands, are what it governs ("Evaluation
+        # revealed no further bleeding", "Skin warm and dry without lesions")
         reach = m_start
-        if modifier.direction != "FORWARD":
-            s_start, s_end = modifier.scope_span
-            if s_end > s_start:
-                reach = min(m_start, s_start)
-        return reach <= target.start or self._light(target.doc, target.start, reach)
+        s_start, s_end = modifier.scope_span
+        if modifier.direction != "FORWARD" and s_end > s_start:
+            reach = min(m_start, s_start)
+        if reach <= target.start or self._light(target.doc, target.start, reach):
+            return True
+        return (
+            modifier.direction in _FORWARD
+            and m_end < target.end
+            and s_start <= m_end
+            and s_end >= target.end
+            and not _comma_between(target.doc, target.start, m_start)
+        )
 
     def _light(self, doc: Doc, start: int, end: int) -> bool:
         for token in doc[start:end]:
@@ -116,6 +136,25 @@ class AssertionEngine:
                 continue
             return False
         return True
+
+
+def _comma_between(doc: Doc, start: int, end: int) -> bool:
+    """A comma before the cue inside the span: the span lists items ("Soft, non-tender,
+    non-distended"), and a cue of a later item does not speak for the whole span."""
+    return any(doc[i].text == "," for i in range(start, end))
+
+
+def write_sections(doc: Doc, key: str, sections: Sequence[Section]) -> None:
+    """The sections as a span group: one span per section (its header and body, trailing space
+    trimmed), labelled with its category, in text order."""
+    spans = []
+    for section in sections:
+        end = section.end
+        while end > section.head_start and doc[end - 1].is_space:
+            end -= 1
+        if end > section.head_start and section.name:
+            spans.append(Span(doc, section.head_start, end, label=section.name))
+    doc.spans[key] = sorted(spans, key=lambda span: (span.start, span.end))
 
 
 def _give_way(governing: Dict[str, List[Any]]) -> None:

@@ -3,6 +3,7 @@
 No ``from __future__ import annotations`` here: spaCy reads the annotations of
 :meth:`ChunkRefiner.initialize` at run time to check ``[initialize.components.<name>]``.
 """
+import copy
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import srsly
@@ -15,10 +16,12 @@ from spacy.util import ensure_path
 
 from .. import attrs
 from ..resources_io import Override, ResourceError, load_json_resource, load_word_list
-from ..resources_io import resolve_language, resolve_override
+from ..resources_io import SUPPORTED_LANGUAGES, resolve_language, resolve_override
 from ..spans import Abbreviations, Range, current_ranges, doc_text, write_group
 
 RESOURCES_FILE = "resources.json"
+AUTO = "auto"  # ``language = "auto"``: each doc gets the word lists of the language it is written in
+_LANGUAGE_NAMES = (attrs.ext("language"), attrs.ext("language_score"))  # Doc._ names
 DATA_FORMAT = 2  # of resources.json: the data only (the source it was built from, the lists)
 CHUNK_SCORER = {"@scorers": "spacy_clinchunk.ChunkScorer.v1"}
 # what `spacy train` weighs (integrity and isolation pull against each other; coverage guards
@@ -58,6 +61,13 @@ class ChunkRefiner(Pipe):
     ``initialize`` (``[initialize.components.<name>.resources]``). Nobody calling
     ``initialize`` loads the shipped lists on first use. ``to_disk``/``from_disk`` carry
     the data, so a saved pipeline never reads ``resources/`` again.
+
+    ``language = "auto"``: each doc is refined with the lists of the language it is written in
+    (a German letter gets German abbreviations and conjunctions); the language is detected once
+    per doc and recorded in ``Doc._.clin_language``, where later components (the assertion's
+    ``"auto"`` too) read it. A doc whose language is unsure gets the pipeline's language. The
+    component keeps one copy of itself per language it met, each with its own data, and saves
+    the data of every language.
     """
 
     resource_names: Sequence[str] = ()  # word lists a user may replace
@@ -77,7 +87,9 @@ class ChunkRefiner(Pipe):
         attrs.register_extensions()
         self.name = name
         self.spans_key = spans_key
-        self.lang = resolve_language(language or nlp.lang, name)
+        self.auto = language == AUTO
+        self.lang = resolve_language(nlp.lang if self.auto or not language else language, name)
+        self._per_language: Dict[str, "ChunkRefiner"] = {}  # with "auto": a copy per other language
         self.overrides = dict(overrides)
         self.scorer = scorer
         # bad names and inline lists fail at add_pipe; files named by path are read later
@@ -124,7 +136,31 @@ class ChunkRefiner(Pipe):
 
     def _source(self) -> Dict[str, Any]:
         """The settings the data was built from; a saved copy is used only while they are unchanged."""
-        return {"lang": self.lang, "overrides": self.overrides}
+        return {"lang": AUTO if self.auto else self.lang, "overrides": self.overrides}
+
+    # -- language = "auto" -------------------------------------------------
+    def for_doc(self, doc: Doc) -> "ChunkRefiner":
+        """The component that refines ``doc``: this one, or with ``"auto"`` its copy for the
+        language ``doc`` is written in."""
+        if not self.auto:
+            return self
+        return self.for_language(_doc_language(doc) or self.lang)
+
+    def for_language(self, lang: str) -> "ChunkRefiner":
+        """This component with the data of ``lang`` (built on first use)."""
+        if lang == self.lang:
+            return self
+        worker = self._per_language.get(lang)
+        if worker is None:
+            worker = self._copy_for(lang)
+            worker._set_data(worker._build())
+            self._per_language[lang] = worker
+        return worker
+
+    def _copy_for(self, lang: str) -> "ChunkRefiner":
+        worker = copy.copy(self)
+        worker.auto, worker.lang, worker._per_language, worker._data = False, lang, {}, None
+        return worker
 
     @property
     def abbreviation_rule(self) -> Abbreviations:
@@ -168,6 +204,9 @@ class ChunkRefiner(Pipe):
         self._set_data(self._build())
 
     def __call__(self, doc: Doc) -> Doc:
+        worker = self.for_doc(doc)
+        if worker is not self:
+            return worker(doc)
         error_handler = self.get_error_handler()
         try:
             self.resources  # noqa: B018  (load data errors before touching the doc)
@@ -216,12 +255,16 @@ class ChunkRefiner(Pipe):
 
     # -- state: data only; settings stay with the config ---------------------
     def _state(self) -> Dict[str, Any]:
-        return {
+        state = {
             "format": DATA_FORMAT,
             "source": self._source(),
             "initialized": sorted(self._given),
             "resources": self.resources,
         }
+        if self.auto:  # every language's data, so a saved pipeline never reads the package
+            state["languages"] = {lang: self.for_language(lang).resources for lang in SUPPORTED_LANGUAGES
+                                  if lang != self.lang}
+        return state
 
     def _load_state(self, state: Dict[str, Any]) -> None:
         saved: Dict[str, Any] = {k: _copy(v) for k, v in state.get("resources", {}).items()}
@@ -235,6 +278,26 @@ class ChunkRefiner(Pipe):
             if list_name not in saved:  # a list added to the package since the copy was saved
                 saved[list_name] = _shipped(self.lang, list_name)
         self._set_data(saved)
+        self._per_language = {}
+        for lang, data in (state.get("languages") or {}).items() if self.auto else ():
+            worker = self._copy_for(lang)
+            worker._set_data({k: _copy(v) for k, v in data.items()})
+            self._per_language[lang] = worker
+
+
+def _doc_language(doc: Doc) -> Optional[str]:
+    """The language ``doc`` is written in, when sure: recorded by an earlier component, else
+    detected here and recorded for the later ones."""
+    from ..assertion.language import detect_language, recorded_language
+
+    known = recorded_language(doc, _LANGUAGE_NAMES)
+    if known is not None:
+        return known
+    guess = detect_language(doc_text(doc), SUPPORTED_LANGUAGES)
+    if not guess.sure:
+        return None
+    attrs.set_doc_values(doc, {_LANGUAGE_NAMES[0]: str(guess.language), _LANGUAGE_NAMES[1]: guess.score})
+    return str(guess.language)
 
 
 def json_to_bytes(writers: Mapping[str, Callable[[], Any]], exclude: Iterable[str]) -> bytes:

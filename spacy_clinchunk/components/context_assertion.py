@@ -5,7 +5,7 @@ medspaCy's ConText is the engine; :mod:`spacy_clinchunk.assertion` holds the mac
 it: the factory, the ``Pipe`` and its data.
 
 * Settings (``span_keys``, ``language``, ``include_default_rules``, ``max_scope``,
-  ``extension_prefix``, and the old ``rules``) come from the config; the factory signature
+  ``extension_prefix``, ``sections_key``, and the old ``rules``) come from the config; the factory signature
   holds their types and ranges, ``default_config`` their defaults.
 * Data (the ConText rules, the section table, the light words) comes through
   :meth:`ContextAssertion.initialize` (``[initialize.components.clin_context_assertion]``),
@@ -18,6 +18,9 @@ it: the factory, the ``Pipe`` and its data.
   and the pipe warns once. A code ("es") forces that language; ``null`` is
   the pipeline's ``nlp.lang`` (the meaning it had in 0.1). With ``"auto"`` the data of all
   languages is saved and loaded, so a saved pipeline needs no package data.
+* ``sections_key`` (``clin_sections``): the section span group, one span per section labelled with
+  its category. A doc that has it keeps it and its sections are the ones that give statuses; a doc
+  without it gets the sections found here written to it. ``null``: neither read nor written.
 
 Heavy imports (medspaCy pulls in torch and PyRuSH) happen at ``initialize`` or on the
 first doc, never in the constructor.
@@ -36,7 +39,7 @@ from spacy.util import ensure_path
 from .. import attrs
 from ..assertion.cues import compile_rules
 from ..assertion.extensions import ExtensionNames
-from ..assertion.language import detect_language
+from ..assertion.language import detect_language, foreign_stop_words, recorded_language
 from ..assertion.layout import abbreviation_set
 from ..assertion.rules import RuleDict, build_rules, merge_rules, validate_rules
 from ..assertion.sections import SectionData, SectionTable, check_sections, section_data
@@ -59,6 +62,11 @@ except ImportError:  # pragma: no cover - pydantic 1
 FACTORY = "clin_context_assertion"
 LIGHT_WORDS_RESOURCE = "assertion_light_words"
 ABBREVIATIONS_RESOURCE = "abbreviations"  # "bds.", "Pat.": a period after one ends no scope
+# "path.", "Dr.": abbreviations that stand before their noun, so a capital after them opens no sentence
+ATTRIBUTIVE_RESOURCE = "attributive_abbreviations"
+WORD_LISTS = (LIGHT_WORDS_RESOURCE, ABBREVIATIONS_RESOURCE, ATTRIBUTIVE_RESOURCE)  # initialize's order
+SAVED_KEYS = {LIGHT_WORDS_RESOURCE: "light_words", ABBREVIATIONS_RESOURCE: "abbreviations",
+              ATTRIBUTIVE_RESOURCE: "attributive_abbreviations"}  # list -> its key in cfg.json
 RULES_FILE = "context_rules.json"
 CFG_FILE = "cfg.json"
 DATA_FORMAT = 2  # of cfg.json: the data of the main language and the source it was built from
@@ -80,8 +88,10 @@ ExtensionPrefix = constr(strict=True, regex=r"^[A-Za-z_][A-Za-z0-9_]*$")
         "include_default_rules": True,
         "max_scope": None,
         "extension_prefix": attrs.PREFIX,
+        "sections_key": attrs.SECTIONS_KEY,
     },
-    assigns=[f"span._.{attrs.ext(field)}" for field in ("assertion", "assertion_cues", "assertion_statuses", "section")],
+    assigns=[f"span._.{attrs.ext(field)}" for field in ("assertion", "assertion_cues", "assertion_statuses", "section")]
+    + ["doc.spans"],
 )
 def make_context_assertion(
     nlp: Language,
@@ -92,6 +102,7 @@ def make_context_assertion(
     include_default_rules: StrictBool,
     max_scope: Optional[PositiveInt],
     extension_prefix: ExtensionPrefix,
+    sections_key: Optional[str],
 ):
     require_extra(nlp, "context")
     return ContextAssertion(
@@ -103,6 +114,7 @@ def make_context_assertion(
         include_default_rules=include_default_rules,
         max_scope=max_scope,
         extension_prefix=extension_prefix,
+        sections_key=sections_key,
     )
 
 
@@ -126,8 +138,10 @@ class ContextAssertion(Pipe):
         include_default_rules: bool,
         max_scope: Optional[int],
         extension_prefix: str,
+        sections_key: Optional[str] = attrs.SECTIONS_KEY,
     ) -> None:
         self.nlp = nlp
+        self.sections_key = sections_key
         self.name = name
         self.span_keys = list(span_keys)
         self.auto = language == AUTO
@@ -152,8 +166,7 @@ class ContextAssertion(Pipe):
         self._rules_setting = copy.deepcopy(rules)
         # data per language: absent until initialize, from_disk or first use supplies it
         self._rules: Dict[str, List[RuleDict]] = {}
-        self._light_words: Dict[str, List[str]] = {}
-        self._abbreviations: Dict[str, List[str]] = {}
+        self._lists: Dict[str, Dict[str, List[str]]] = {name: {} for name in WORD_LISTS}  # list -> lang -> words
         self._sections: Dict[str, SectionData] = {}
         self._engines: Dict[str, AssertionEngine] = {}
         self._warned_unsure = False
@@ -168,6 +181,7 @@ class ContextAssertion(Pipe):
         sections: Optional[Dict[str, Any]] = None,
         light_words: Optional[Union[List[str], str]] = None,
         abbreviations: Optional[Union[List[str], str]] = None,
+        attributive_abbreviations: Optional[Union[List[str], str]] = None,
     ) -> None:
         """Set the data and compile the rules (medspaCy is imported here).
 
@@ -181,28 +195,29 @@ class ContextAssertion(Pipe):
         abbreviations: words ending in a period that ends no sentence ("bds.", "Pat."): a
             sentence start after one, before a lower-case word, does not cut a cue's scope
             ("Pupillen bds. isokor"); default: the shipped ``abbreviations`` of the language.
+        attributive_abbreviations: abbreviations that stand before their noun ("path.", "Dr."):
+            a sentence start after one ends no scope before a capitalised word either ("keine
+            path. Geräusche"); default: the shipped ``attributive_abbreviations``.
 
         With ``language = "auto"`` what is given applies to every language, and the data of
         every language is loaded here; each language's rules compile on its first document.
         """
         given_rules = None if rules is None else validate_rules(rules, f"{self.name}: initialize rules")
-        given_words = None if light_words is None else resolve_override(light_words, LIGHT_WORDS_RESOURCE)
         given_sections = None if sections is None else check_sections(sections, f"{self.name}: initialize sections")
-        given_abbreviations = None if abbreviations is None else resolve_override(abbreviations, ABBREVIATIONS_RESOURCE)
-        self._rules, self._light_words, self._sections, self._engines = {}, {}, {}, {}
-        self._abbreviations = {}
+        given_lists = {name: resolve_override(value, name) for name, value in zip(
+            WORD_LISTS, (light_words, abbreviations, attributive_abbreviations)) if value is not None}
+        self._rules, self._sections, self._engines = {}, {}, {}
+        self._lists = {name: {} for name in WORD_LISTS}
         for lang in self.languages:
             if given_rules is not None:
                 self._rules[lang] = copy.deepcopy(given_rules)
-            if given_words is not None:
-                self._light_words[lang] = list(given_words)
             if given_sections is not None:
                 self._sections[lang] = copy.deepcopy(given_sections)
-            if given_abbreviations is not None:
-                self._abbreviations[lang] = list(given_abbreviations)
+            for name in WORD_LISTS:
+                if name in given_lists:
+                    self._lists[name][lang] = list(given_lists[name])
+                self.word_list(name, lang)
             self._effective_rules(lang)
-            self.light_words_for(lang)
-            self.abbreviations_for(lang)
             self.sections_for(lang)
         self.engine  # noqa: B018  (compiles the rules of the main language)
 
@@ -234,15 +249,18 @@ class ContextAssertion(Pipe):
         """The compiled data of :attr:`lang`; built on first use when ``initialize`` was never called."""
         return self.engine_for(self.lang)
 
+    def word_list(self, name: str, lang: str) -> List[str]:
+        """One of the :data:`WORD_LISTS` of ``lang``: given, loaded from disk, or the shipped one."""
+        by_lang = self._lists[name]
+        if lang not in by_lang:
+            by_lang[lang] = load_word_list(lang, name)
+        return by_lang[lang]
+
     def light_words_for(self, lang: str) -> List[str]:
-        if lang not in self._light_words:
-            self._light_words[lang] = load_word_list(lang, LIGHT_WORDS_RESOURCE)
-        return self._light_words[lang]
+        return self.word_list(LIGHT_WORDS_RESOURCE, lang)
 
     def abbreviations_for(self, lang: str) -> List[str]:
-        if lang not in self._abbreviations:
-            self._abbreviations[lang] = load_word_list(lang, ABBREVIATIONS_RESOURCE)
-        return self._abbreviations[lang]
+        return self.word_list(ABBREVIATIONS_RESOURCE, lang)
 
     def sections_for(self, lang: str) -> SectionData:
         if lang not in self._sections:
@@ -258,9 +276,10 @@ class ContextAssertion(Pipe):
         engine = self._engines.get(lang)
         if engine is None:
             matcher = compile_rules(self.nlp, self.name, self._effective_rules(lang), self.max_scope)
-            light = {w.lower() for w in self.light_words_for(lang)} | _foreign_stop_words(self.nlp, lang)
+            light = {w.lower() for w in self.light_words_for(lang)} | foreign_stop_words(self.nlp.lang, lang)
             sections, abbreviations = SectionTable(self.sections_for(lang)), abbreviation_set(self.abbreviations_for(lang))
-            engine = AssertionEngine(matcher, sections, light, self.max_scope, abbreviations)
+            attributive = abbreviation_set(self.word_list(ATTRIBUTIVE_RESOURCE, lang))
+            engine = AssertionEngine(matcher, sections, light, self.max_scope, abbreviations, attributive)
             self._engines[lang] = engine
         return engine
 
@@ -283,7 +302,7 @@ class ContextAssertion(Pipe):
         engine = self.engine_for(lang)  # a data error is one of configuration, not of this doc: raised
         error_handler = self.get_error_handler()
         try:
-            for span, result in engine.annotate(doc, groups, text):
+            for span, result in engine.annotate(doc, groups, text, self.sections_key):
                 self.extension_names.write(span, result)
             self._declare_names(doc)
         except Exception as err:
@@ -295,6 +314,8 @@ class ContextAssertion(Pipe):
         detected only with ``"auto"``: a fixed language costs nothing per doc."""
         score: Optional[float] = None
         lang = self.lang
+        if self.auto and recorded_language(doc, (_LANGUAGE, _LANGUAGE_SCORE)) in self.languages:
+            return str(doc._.get(_LANGUAGE))  # an earlier component ("auto" chunking) detected it, surely
         if self.auto:
             guess = detect_language(text, self.languages)
             if guess.sure:
@@ -350,11 +371,8 @@ class ContextAssertion(Pipe):
         return cfg
 
     def _language_data(self, lang: str) -> Dict[str, Any]:
-        return {
-            "light_words": self.light_words_for(lang),
-            "sections": self.sections_for(lang),
-            "abbreviations": self.abbreviations_for(lang),
-        }
+        lists = {key: self.word_list(name, lang) for name, key in SAVED_KEYS.items()}
+        return {**lists, "sections": self.sections_for(lang)}
 
     def _load(self, cfg: Dict[str, Any], rules: Any, origin: str, other_rules: Optional[Dict[str, Any]] = None) -> None:
         source = cfg.get("source")
@@ -369,12 +387,11 @@ class ContextAssertion(Pipe):
     def _load_language(self, lang: str, data: Dict[str, Any], rules: Any, origin: str) -> None:
         if rules is not None:
             self._rules[lang] = validate_rules(rules, origin)
-        if data.get("light_words") is not None:
-            self._light_words[lang] = resolve_override(data["light_words"], f"{origin}: light_words")
         if data.get("sections") is not None:
             self._sections[lang] = check_sections(data["sections"], f"{origin}: sections")
-        if data.get("abbreviations") is not None:
-            self._abbreviations[lang] = resolve_override(data["abbreviations"], f"{origin}: abbreviations")
+        for name, key in SAVED_KEYS.items():
+            if data.get(key) is not None:
+                self._lists[name][lang] = resolve_override(data[key], f"{origin}: {key}")
 
     # spaCy's contract: a serializers dict through spacy.util, ``exclude`` honoured by name
     # ("cfg", "context_rules": the rules of every language)
@@ -407,16 +424,6 @@ class ContextAssertion(Pipe):
         origin = str(ensure_path(path) / RULES_FILE)
         self._read(origin, lambda readers: json_from_disk(path, readers, exclude))
         return self
-
-
-def _foreign_stop_words(nlp: Language, lang: str) -> set:
-    """spaCy's stop words of ``lang`` when the tokenizer is of another language: with "auto",
-    "le" in "Le patient ne présente plus ..." is as light under an English tokenizer."""
-    if lang == nlp.lang:
-        return set()
-    from spacy.util import get_lang_class
-
-    return {w.lower() for w in get_lang_class(lang).Defaults.stop_words}
 
 
 def language_rules_file(lang: str) -> str:

@@ -23,6 +23,8 @@ FACTORY = "clin_punct_splitter"
 _CANDIDATE = re.compile(r"[.,:;?!]+(?=\s|$)")
 _ENUMERATOR = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)]$")
 _ORDINAL = re.compile(r"^\d{1,4}\.$")
+# a two-letter abbreviation written with a space between its letters ("o. B.", "z. B.", "V. a.")
+_SPACED_PAIR = re.compile(r"[^\W\d_]\.[ \t][^\W\d_]\.")
 
 
 @refiner_factory(FACTORY, keep_coordinated=False)
@@ -81,6 +83,8 @@ class PunctSplitter(ChunkRefiner):
         if not body:  # a lone punctuation mark between spaces is a boundary
             return p
         punct = text[p:q]
+        if punct == "." and _SPACED_PAIR.match(text, word_start) and len(body) == 1:
+            return None  # "o. B.", "z. B.", "V. a.": one abbreviation written with a space
         if punct[0] == "." and self.abbreviation_rule(body + "."):
             body, p, punct = body + ".", p + 1, punct[1:]  # the period belongs to the word
             if not punct:

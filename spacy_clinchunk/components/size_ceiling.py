@@ -177,6 +177,9 @@ class SizeCeiling(ChunkRefiner):
         self.trailing = {normalize_word(w) for w in self.resources["trailing_cleanup_words"]}
 
     def __call__(self, doc: Doc) -> Doc:
+        worker = self.for_doc(doc)
+        if worker is not self:  # language "auto": the copy for the doc's language
+            return worker(doc)
         # fast path: counting words, a chunk of at most max_tokens tokens has at most as many
         # words, so a group where every chunk is that short is left as it is
         self.resources  # noqa: B018  (data errors surface on every doc, as in ChunkRefiner)

@@ -122,7 +122,7 @@ def span_keys_of(nlp: Language) -> Tuple[Tuple[str, ...], str]:
     The chunks group is what ``meta.json`` declares (``"clinchunk": {"spans_key": ...}``), else
     the ``chunks_key`` or ``spans_key`` of the last component that has one (a ``chunks_key``
     names the chunks a component annotates, as ``clin_llm_context`` does in ``contextual``),
-    else ``clin_chunks``.
+    else ``clin_chunks``. Focus spans and sections are groups written, never the chunks group.
     """
     written: List[str] = []
     last: Optional[str] = None
@@ -134,9 +134,10 @@ def span_keys_of(nlp: Language) -> Tuple[Tuple[str, ...], str]:
         annotated = _key(pipe, "chunks_key")  # a group it annotates, not writes (clin_llm_context)
         if annotated is not None:
             last = annotated
-        focus = _key(pipe, "focus_key")
-        if focus is not None:
-            written.append(focus)
+        for also in ("focus_key", "sections_key"):  # clin_focus's spans, clin_context_assertion's sections
+            other = _key(pipe, also)
+            if other is not None:
+                written.append(other)
     declared = nlp.meta.get("clinchunk", {}).get("spans_key") if isinstance(nlp.meta.get("clinchunk"), dict) else None
     if isinstance(declared, str) and declared:
         written.append(declared)

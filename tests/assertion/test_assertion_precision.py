@@ -143,7 +143,7 @@ def test_resolved_history_stays_historical():
     """A history cue dates what "resolved" ends: historical, not negated."""
     span = check("en", "History of febrile seizures at age 2, resolved without treatment.", "febrile seizures", "historical")
     assert "negated" not in span._.clin_assertion_statuses
-    check("en", "Her rash has resolved.", "rash", "negated")
+    check("en", "Her rash has resolved.", "rash", "historical")  # issue 40: resolved is historical
 
 
 # Round 3. "No (acute) abnormality" calls the exam or study before it normal, in every

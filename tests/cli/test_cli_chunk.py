@@ -339,11 +339,12 @@ def test_the_table_shows_what_each_strategy_wrote(strategy, module_server):
 EXPECTED_TABLES = {
     "simple": [("HISTORY: The patient denies fever or chills.", ""), ("Her mother had breast cancer.", "")],
     "punct_conj_cleaned": [("HISTORY", ""), ("patient denies fever", ""), ("chills", ""), ("mother had breast cancer", "")],
+    # "HISTORY:" heads the history of the present illness (a header, no cue: issue 40's section table)
     "assertion": [
-        ("HISTORY", "[historical] cues: 'HISTORY'"),
-        ("patient denies fever", "[negated] cues: 'denies'"),
-        ("chills", "[negated] cues: 'denies'"),
-        ("mother had breast cancer", "[family] cues: 'Her mother'"),
+        ("HISTORY", "[affirmed]"),
+        ("patient denies fever", "[negated] cues: 'denies'  section=history_of_present_illness"),
+        ("chills", "[negated] cues: 'denies'  section=history_of_present_illness"),
+        ("mother had breast cancer", "[family] cues: 'Her mother'  section=history_of_present_illness"),
     ],
 }
 
@@ -356,7 +357,7 @@ def test_the_flagship_chain_shows_status_cues_and_focus_under_each_chunk(tmp_pat
     assert result.returncode == 0, result.stderr
     header, rows = table(result.stdout)
     fever = next(r for r in rows if r[2] == "patient denies fever")
-    assert fever[3].strip() == "[negated] cues: 'denies'"
+    assert fever[3].strip() == "[negated] cues: 'denies'  section=history_of_present_illness"
     assert [line.split(None, 2)[-1] for line in fever[4]] == ["'fever'"]  # the finding, without its framing
     assert "focus spans" in header
 

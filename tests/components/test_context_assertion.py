@@ -71,11 +71,25 @@ def test_cue_inside_chunk_counts(chunk_nlp):
     assert set(chunk_labels(chunk_nlp, "Without lesions.").values()) == {"negated"}
 
 
-def test_cue_governing_only_the_tail_does_not_negate_the_target(chunk_nlp):
+def test_a_cue_governing_the_chunks_tail_gives_the_chunk_its_status(chunk_nlp):
+    """The chunk shows the truth (issue 40): a forward cue inside a chunk whose scope reaches the
+    chunk's end governs the chunk, where its finding's head stands. Before, "Skin warm and dry
+    without lesions" read plain affirmed, so a filter on affirmed chunks returned the lesions;
+    the concept itself was always negated, and "Skin warm and dry" alone stays normal."""
     assert chunk_labels(chunk_nlp, "Skin warm and dry without lesions.") == {
-        "Skin warm and dry without lesions": "affirmed"
+        "Skin warm and dry without lesions": "negated"
+    }
+    assert chunk_labels(chunk_nlp, "Evaluation revealed no further bleeding.") == {
+        "Evaluation revealed no further bleeding": "negated"
     }
     assert_concept("en", "Skin warm and dry without lesions.", "lesions", "negated")
+
+
+def test_a_cue_whose_scope_ends_inside_the_chunk_leaves_it(chunk_nlp):
+    """"No fever, mild cough": the comma before a graded finding ends the denial (issue 40)."""
+    assert_concept("en", "No fever, mild cough.", "fever", "negated")
+    assert_concept("en", "No fever, mild cough.", "mild cough", "affirmed")
+    assert [v for k, v in chunk_labels(chunk_nlp, "No fever, mild cough.").items() if "cough" in k] == ["affirmed"]
 
 
 def test_terminate_ends_scope(chunk_nlp):
@@ -132,7 +146,6 @@ def test_work_up_cues_are_uncertain_not_negated(text, concept):
     [
         ("Blood culture was negative.", "Blood culture"),
         ("The COVID test is negative.", "COVID test"),
-        ("Fever resolved.", "Fever"),
         ("Deep tendon reflexes absent.", "Deep tendon reflexes"),
         ("Pericardial effusion not seen.", "Pericardial effusion"),
         ("Allergies: NONE", "Allergies"),
@@ -142,6 +155,13 @@ def test_work_up_cues_are_uncertain_not_negated(text, concept):
 def test_backward_negation(text, concept):
     got = assert_concept("en", text, concept, "negated")
     assert got._.clin_negated
+
+
+@pytest.mark.parametrize("text,concept", [("Fever resolved.", "Fever"), ("Hematuria, resolved.", "Hematuria"),
+                                          ("Chest pain has resolved.", "Chest pain")])
+def test_a_resolved_problem_is_historical(text, concept):
+    """One reading for "resolved" (issue 40, the real-note guide's): a problem that ended is a past one."""
+    assert_concept("en", text, concept, "historical")
 
 
 def test_header_answered_none_does_not_negate_a_forward_finding():
@@ -747,9 +767,10 @@ def test_to_disk_and_spacy_load_give_identical_output(assertion_nlp, example_tex
     assertion_nlp.to_disk(tmp_path / "p")
     saved = json.loads((tmp_path / "p" / FACTORY / "cfg.json").read_text(encoding="utf-8"))
     # data, no settings; with language "auto" the data of the other languages too
-    assert set(saved) == {"format", "source", "light_words", "sections", "abbreviations", "languages"}
+    data = {"light_words", "sections", "abbreviations", "attributive_abbreviations"}
+    assert set(saved) == {"format", "source", "languages", *data}
     assert set(saved["languages"]) == {"de", "es", "fr", "nl"}
-    assert set(saved["languages"]["de"]) == {"light_words", "sections", "abbreviations"}
+    assert set(saved["languages"]["de"]) == data
     assert _values(spacy.load(tmp_path / "p")(example_text)) == before
 
 

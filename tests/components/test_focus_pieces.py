@@ -196,5 +196,5 @@ def test_the_flagship_cuts_focus_from_loose_pieces():
     doc = nlp(NOTE)
     assert all(len(c.text.split()) <= 8 for c in doc.spans[attrs.CHUNKS_KEY])
     assert "long history of severe global developmental delay" in chunk_texts(doc, attrs.FOCUS_KEY)
-    assert sorted(doc.spans) == [attrs.CHUNKS_KEY, attrs.FOCUS_KEY]
+    assert sorted(doc.spans) == [attrs.CHUNKS_KEY, attrs.FOCUS_KEY, attrs.SECTIONS_KEY]  # sections: issue 40
     check_links(doc)
