@@ -369,7 +369,7 @@ def test_jsonl_chunks_carry_their_stable_ids_and_a_spans_key_not_written_is_one_
     assert [c["id"] for c in chunks] == [f"stdin:{c['start']}-{c['end']}" for c in chunks]
     refused = cli("-", "--strategy", "assertion", "--spans-key", "clin_focus", stdin=SHORT)
     assert refused.returncode != 0 and refused.stdout == ""
-    assert refused.stderr == "error: --spans-key 'clin_focus': the pipeline writes no such group (it writes clin_chunks)\n"
+    assert refused.stderr == "error: --spans-key 'clin_focus': the pipeline writes no such group (it writes clin_chunks, clin_sections)\n"
 
 
 def test_index_focus_records_carry_their_chunk_id(tmp_path):
