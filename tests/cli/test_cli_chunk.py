@@ -508,7 +508,7 @@ def test_a_spans_key_the_pipeline_never_writes_is_one_error_in_every_mode(tmp_pa
     (corpus / "a.txt").write_text(SHORT, encoding="utf-8")
     run = cli(corpus, "--strategy", "assertion", "--spans-key", "nosuch", "--engine", "local", "--output", tmp_path / "out")
     assert run.returncode == 2 and run.stderr == (
-        "error: spans key 'nosuch': the pipeline writes no such group (it writes clin_chunks)\n"
+        "error: spans key 'nosuch': the pipeline writes no such group (it writes clin_chunks, clin_sections)\n"
     )
 
 

@@ -97,7 +97,7 @@ def test_window_of_agrees_with_a_scan_of_every_window(data):
 def test_every_clause_chunk_gets_its_windows_context(api, module_server, flagship_doc, tmp_path_factory):
     module_server.reset()
     resolved = contextual(model_of(api, module_server.url), tmp_path_factory)
-    assert resolved.chunks_key == CHUNKS and resolved.spans_keys == (CHUNKS, FOCUS, WINDOWS)
+    assert resolved.chunks_key == CHUNKS and resolved.spans_keys == (CHUNKS, "clin_sections", FOCUS, WINDOWS)
     doc = resolved.nlp(NOTE)
     windows, chunks = list(doc.spans[WINDOWS]), list(doc.spans[CHUNKS])
     assert len(windows) >= 4 and module_server.calls == len(windows) == doc._.clin_llm_usage["calls"]
