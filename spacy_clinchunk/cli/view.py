@@ -2,7 +2,7 @@
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Iterable, List, Optional
 
 from . import CLIError
 from .source import add_encoding_argument, add_source_arguments, encoding_of, pipeline_spec, resolve
@@ -15,7 +15,8 @@ def add_parser(subparsers: Any) -> None:
         description="Chunk one note and show it as one self-contained HTML page (no network access). "
         "Extra --section.key value pairs override the config.",
     )
-    parser.add_argument("note", help="a .txt file, or - for stdin")
+    parser.add_argument("note", help="a .txt file, a JSON/JSONL file of notes, or - for stdin")
+    parser.add_argument("--id", dest="note_id", default=None, help="the note to show, by its id, from a file of several")
     add_source_arguments(
         parser,
         strategy_help="named pipeline instead of --config (default: default, as for chunk)",
@@ -36,7 +37,8 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
         raise CLIError("give --output FILE.html and/or --serve")
     doc, chunks_key = _chunk_note(args, extra)
     try:
-        page = render_html(doc, chunks_key, title=_title(args.note))
+        title = _title(args.note) + (f" {args.note_id}" if args.note_id else "")
+        page = render_html(doc, chunks_key, title=title)
     except RecordError as err:
         raise CLIError(str(err)) from err
     if args.output:
@@ -66,14 +68,27 @@ def _write_page(path: str, page: str) -> None:
     output.commit()
 
 
+def _one_note(items: Iterable[Any], note: str, note_id: Optional[str]) -> Any:
+    """The note ``--id`` names (read up to it, not beyond), else the file's only note."""
+    if note_id is not None:
+        seen = 0
+        for item in items:
+            seen += 1
+            if item.id == note_id:
+                return item
+        raise CLIError(f"no note with id {note_id!r} in {note} ({seen} note(s))")
+    found = list(items)
+    if len(found) != 1:
+        ids = ", ".join(repr(item.id) for item in found[:3]) + (", ..." if len(found) > 3 else "")
+        raise CLIError(f"view shows one note; {note} holds {len(found)}: pick one with --id ({ids})")
+    return found[0]
+
+
 def _chunk_note(args: argparse.Namespace, extra: List[str]):
     from ..corpus.inputs import read_file
     from ..pipeline import make_doc
 
-    items = list(read_file(args.note, encoding_of(args)))
-    if len(items) != 1:
-        raise CLIError(f"view shows one note; {args.note} holds {len(items)}")
-    item = items[0]
+    item = _one_note(read_file(args.note, encoding_of(args)), args.note, args.note_id)
     if item.error is not None:
         raise CLIError(item.error)
     resolved = resolve(pipeline_spec(args, extra))

@@ -29,7 +29,7 @@ first doc, never in the constructor.
 import copy
 import json
 import warnings
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
 from spacy.language import Language
 from spacy.pipeline import Pipe
@@ -44,6 +44,7 @@ from ..assertion.layout import abbreviation_set
 from ..assertion.rules import RuleDict, build_rules, merge_rules, validate_rules
 from ..assertion.sections import SectionData, SectionTable, check_sections, section_data
 from ..assertion.status import AssertionEngine
+from ..groundtruth.assertion_score import ASSERTION_SCORE_WEIGHTS
 from ..resources_io import (
     FALLBACK_LANGUAGE,
     SUPPORTED_LANGUAGES,
@@ -89,7 +90,9 @@ ExtensionPrefix = constr(strict=True, regex=r"^[A-Za-z_][A-Za-z0-9_]*$")
         "max_scope": None,
         "extension_prefix": attrs.PREFIX,
         "sections_key": attrs.SECTIONS_KEY,
+        "scorer": {"@scorers": "spacy_clinchunk.AssertionScorer.v1"},
     },
+    default_score_weights=ASSERTION_SCORE_WEIGHTS,
     assigns=[f"span._.{attrs.ext(field)}" for field in ("assertion", "assertion_cues", "assertion_statuses", "section")]
     + ["doc.spans"],
 )
@@ -103,6 +106,7 @@ def make_context_assertion(
     max_scope: Optional[PositiveInt],
     extension_prefix: ExtensionPrefix,
     sections_key: Optional[str],
+    scorer: Optional[Callable],
 ):
     require_extra(nlp, "context")
     return ContextAssertion(
@@ -115,6 +119,7 @@ def make_context_assertion(
         max_scope=max_scope,
         extension_prefix=extension_prefix,
         sections_key=sections_key,
+        scorer=scorer,
     )
 
 
@@ -139,8 +144,10 @@ class ContextAssertion(Pipe):
         max_scope: Optional[int],
         extension_prefix: str,
         sections_key: Optional[str] = attrs.SECTIONS_KEY,
+        scorer: Optional[Callable] = None,
     ) -> None:
         self.nlp = nlp
+        self.scorer = scorer
         self.sections_key = sections_key
         self.name = name
         self.span_keys = list(span_keys)
@@ -346,6 +353,12 @@ class ContextAssertion(Pipe):
         for key in self.span_keys:
             if key != ENTS and key in doc.spans:
                 attrs.declare_field_names(doc.spans[key], self.extension_names.fields)
+
+    def score(self, examples: Iterable[Any], **kwargs: Any) -> Dict[str, Any]:
+        """The ``scorer`` on the first group this component annotates (``{}`` without one)."""
+        if self.scorer is None:
+            return {}
+        return self.scorer(examples, **{**kwargs, "spans_key": self.span_keys[0]})
 
     def _targets(self, doc: Doc, key: str) -> List[Span]:
         if key == ENTS:

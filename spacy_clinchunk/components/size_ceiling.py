@@ -18,7 +18,8 @@ noun phrase where the words say so: right after a negation ("no" | "fever"; ``ne
 after a word no chunk should end with ("of" | "the facial nerve"; the cleaner's
 ``trailing_cleanup_words``), before a word that binds two nouns ("anomalies" | "of the facial
 nerve"; ``ceiling_bound_words``), or between a modifier and the content word after it
-("developmental" | "delay"; ``modifier_suffixes``). A line break or list marker is still a
+("developmental" | "delay"; ``modifier_suffixes``), nor inside a cue of several words ("due" |
+"to"). A line break or list marker is still a
 boundary after any word but a negation. The candidates of a piece
 are found once, in one pass over its words, and kept in sorted lists; each cut picks its
 boundary by bisection, so a piece of n words costs O(n) to scan and O(log n) per cut.
@@ -304,8 +305,14 @@ class SizeCeiling(ChunkRefiner):
         stop_words, bound, is_modifier = self.coordination.stop_words, self.bound_words, self.coordination.is_modifier
         function = [w in stop_words for w in normalized]
         barred = [False] * len(words)
+        inside_until = 0  # words before this index belong to a multiword cue ("due to"): no cut inside it
         for i in range(1, len(words)):
             before, word = normalized[i - 1], normalized[i]
+            if i < inside_until:
+                barred[i] = True
+                continue
+            cue = self._cue_at(normalized, i)
+            inside_until = i + len(cue[1]) if cue is not None else inside_until
             if before in self.negations:
                 barred[i] = True
                 continue
@@ -318,19 +325,24 @@ class SizeCeiling(ChunkRefiner):
             ):
                 barred[i] = True
                 continue
-            for rank, table in enumerate(self.cue_tables, start=1):
-                phrase = next((p for p in table.get(normalized[i], ()) if tuple(normalized[i:i + len(p)]) == p), None)
-                if phrase is None:
-                    continue
-                marker = (words[i][0], words[min(i + len(phrase), len(words)) - 1][1])
-                if rank == 1 and self.coordination.keeps(text, piece, marker):
-                    break  # "aplastic or hypoplastic nails": a conjunction inside one concept is no cue
-                ranked[rank].append(i)
-                break
-            else:
+            if cue is None:
                 if function[i] and not function[i - 1]:
                     ranked[N_RANKS - 1].append(i)
+                continue
+            rank, phrase = cue
+            marker = (words[i][0], words[min(i + len(phrase), len(words)) - 1][1])
+            if rank == 1 and self.coordination.keeps(text, piece, marker):
+                continue  # "aplastic or hypoplastic nails": a conjunction inside one concept is no cue
+            ranked[rank].append(i)
         return ranked, barred
+
+    def _cue_at(self, normalized: Sequence[str], i: int) -> Optional[Tuple[int, Tuple[str, ...]]]:
+        """(rank, phrase) of the best-ranked cue starting at word ``i``, longest phrase first."""
+        for rank, table in enumerate(self.cue_tables, start=1):
+            phrase = next((p for p in table.get(normalized[i], ()) if tuple(normalized[i:i + len(p)]) == p), None)
+            if phrase is not None:
+                return rank, phrase
+        return None
 
     def _cut(
         self, ranked: Sequence[List[int]], barred: Sequence[bool], prefix: Sequence[int], limit: int, scan: "Scan"

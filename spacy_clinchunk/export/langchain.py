@@ -25,6 +25,20 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 PAGE_CONTENT = ("enriched", "text")
 
 
+SIZE_SETTINGS = ("chunk_size", "chunk_overlap")
+
+
+def refuse_sizes(kwargs: Dict[str, Any]) -> None:
+    """LangChain's ``chunk_size``/``chunk_overlap`` would be silently ignored: refuse them, and say
+    what bounds the chunks instead."""
+    given = [name for name in SIZE_SETTINGS if name in kwargs]
+    if given:
+        raise ValueError(
+            f"ClinChunkTextSplitter: {' and '.join(given)} do not apply: the pipeline's clauses are the chunks; "
+            "bound them in the pipeline's config (components.clin_size_ceiling.max_tokens) instead"
+        )
+
+
 class ClinChunkTextSplitter(TextSplitter):
     """Split text with a spacy-clinchunk pipeline (a config path, a strategy name or an ``nlp``).
 
@@ -35,7 +49,8 @@ class ClinChunkTextSplitter(TextSplitter):
     ``start_index`` (of the chunk text in the source) and the record's fields as they are
     (``id``, ``doc_id``, ``start``, ``end``, ``assertion``, ``section``, ``context``, lists as
     lists; a field the pipeline did not set is missing). LangChain's size settings do not
-    apply: the pipeline decides the chunks. ``index="focus"`` makes the Documents the chunks'
+    apply (the pipeline decides the chunks): ``chunk_size`` or ``chunk_overlap`` is refused
+    with one line rather than silently ignored. ``index="focus"`` makes the Documents the chunks'
     focus spans (``clin_focus``), each with ``parent_id``. Two source Documents with the same
     id (or none, and the same text) get distinct chunk ids; ``dedupe=True`` drops the repeat.
     """
@@ -53,8 +68,8 @@ class ClinChunkTextSplitter(TextSplitter):
     ):
         if page_content not in PAGE_CONTENT:
             raise ValueError(f"page_content must be one of {', '.join(PAGE_CONTENT)}, not {page_content!r}")
-        kwargs.setdefault("chunk_overlap", 0)
-        super().__init__(**kwargs)
+        refuse_sizes(kwargs)
+        super().__init__(chunk_overlap=0, **kwargs)
         self.resolved = resolve_chunks(pipeline, spans_key, focus_key)
         self.nlp, self.spans_key, self.focus_key = self.resolved.nlp, self.resolved.chunks_key, self.resolved.focus_key
         self.batch_size = batch_size

@@ -33,6 +33,7 @@ from spacy.training import Example
 from spacy.util import registry
 
 from .. import attrs
+from .assertion_score import AssertionScorer
 from .reader import AnnotatedCorpus, corpus_counts
 from .voronoi import DEFAULT_MULTI_SPAN_GAP, compute, is_word_char
 
@@ -233,6 +234,32 @@ def make_chunk_scorer(
     return ChunkScorer(spans_key, variant_ratio, multi_span_gap)
 
 
+ASSERTION_METRICS = ("assertion_acc", "assertion_wrongly_present", "assertion_per_status", "assertion_annotations")
+
+
+def assigns_assertion(nlp: Language) -> bool:
+    """Whether a component of ``nlp`` assigns ``Span._.clin_assertion`` (then statuses are scored)."""
+    assigned = f"span._.{attrs.ext('assertion')}"
+    return any(assigned in nlp.get_pipe_meta(name).assigns for name in nlp.pipe_names)
+
+
+class CorpusScorer:
+    """What ``evaluate`` scores on one group: the chunk metrics, and the assertion metrics
+    when the pipeline assigns statuses (one pass of ``nlp.evaluate`` for both)."""
+
+    def __init__(self, spans_key: str, with_assertion: bool) -> None:
+        self.chunks = ChunkScorer(spans_key)
+        self.assertion = AssertionScorer(spans_key) if with_assertion else None
+        self.assertion_names = ASSERTION_METRICS if with_assertion else ()
+
+    def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
+        examples = list(examples)
+        scores = self.chunks.score(examples)
+        if self.assertion is not None:
+            scores.update(self.assertion.score(examples))
+        return scores
+
+
 def evaluate_corpus(nlp: Language, path: Union[str, Path], pattern: Optional[str] = None, **options: Any) -> Dict[str, Any]:
     """Run ``nlp`` over an annotated corpus through ``nlp.evaluate`` and return the metrics.
 
@@ -260,8 +287,9 @@ def evaluate_files(
         unlocated=unlocated, snippet_mismatch=snippet_mismatch,
     )
     examples = list(corpus(nlp))
-    scores = nlp.evaluate(examples, scorer=ChunkScorer(spans_key), batch_size=batch_size) if examples else Tally().scores()
-    metrics = {name: scores.get(name) for name in (*METRICS, "chunk_docs", "unlocated_annotations")}
+    scorer = CorpusScorer(spans_key, assigns_assertion(nlp))
+    scores = nlp.evaluate(examples, scorer=scorer, batch_size=batch_size) if examples else Tally().scores()
+    metrics = {name: scores.get(name) for name in (*METRICS, "chunk_docs", "unlocated_annotations", *scorer.assertion_names)}
     counts = corpus_counts(corpus.results)
     metrics.update(files=counts["files"], files_skipped=counts["skipped"], files_error=counts["error"])
     return metrics, corpus.results

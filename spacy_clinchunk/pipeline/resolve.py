@@ -299,10 +299,14 @@ def _directory_digest(path: Path) -> str:
 def _one_line(source: Union[str, Path], err: Exception, prefix: Optional[str] = None) -> str:
     """The gist of a load error: our settings errors as they are, spaCy's dumps cut to one line."""
     from ..components.settings import SettingError, describe_config_error
+    from ..extras import missing_extra_message
     from ..resources_io import ResourceError
 
     if isinstance(err, (SettingError, ResourceError, PipelineError)):
         return str(err)
+    missing = missing_extra_message(err, f"the pipeline {source}")
+    if missing is not None:
+        return missing
     described = describe_config_error(err)
     if described is not None:
         return described

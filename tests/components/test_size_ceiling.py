@@ -390,3 +390,22 @@ def test_adaptive_ceiling_of_one_token_gives_one_word_pieces():
 def test_a_loose_ceiling_under_the_tight_one_is_rejected():
     with pytest.raises(Exception, match="punctuated_max_tokens"):
         ceiling_nlp(max_tokens=8, punctuated_max_tokens=4)
+
+
+@pytest.mark.parametrize(
+    "text, phrase",
+    [
+        ("He was admitted due to a fall at home and was given analgesics for the pain in his left hip.", "due to"),
+        ("She was transferred because of worsening shortness of breath overnight on the ward.", "because of"),
+    ],
+)
+def test_no_cut_falls_inside_a_cue_of_several_words(text, phrase):
+    """A peer's test case: the flagship cut "admitted due | to a fall", leaving a lone "due"."""
+    from spacy_clinchunk.pipeline import resolve_pipeline
+
+    resolved = resolve_pipeline("default")
+    doc = resolved.nlp(text)
+    chunks = [span.text for span in doc.spans[resolved.chunks_key]]
+    first, second = phrase.split()
+    assert not any(chunk.split()[-1] == first for chunk in chunks), chunks
+    assert not any(chunk.split()[0] == second for chunk in chunks), chunks

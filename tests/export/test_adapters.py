@@ -282,3 +282,14 @@ def test_identical_texts_without_ids_get_distinct_stable_ids_or_one_copy(nlp):
     assert len({n.node_id for n in nodes}) == len(nodes) == len(ids)
     once = ClinChunkNodeParser(nlp, dedupe=True).get_nodes_from_documents([LlamaDocument(text=NOTE), LlamaDocument(text=NOTE)])
     assert [n.node_id for n in once] == first
+
+
+@pytest.mark.parametrize("sizes", [{"chunk_size": 2000, "chunk_overlap": 200}, {"chunk_size": 400}, {"chunk_overlap": 0}])
+def test_langchain_size_settings_are_refused_in_one_line_not_ignored(nlp, sizes):
+    from spacy_clinchunk.export.langchain import ClinChunkTextSplitter
+
+    with pytest.raises(ValueError) as caught:
+        ClinChunkTextSplitter(nlp, **sizes)
+    message = str(caught.value)
+    assert "\n" not in message and all(name in message for name in sizes)
+    assert "clin_size_ceiling.max_tokens" in message

@@ -1,4 +1,5 @@
 """The HTML view (checked in real headless Chromium), its CLI and server, and displaCy rendering."""
+import json
 import os
 import shutil
 import signal
@@ -119,6 +120,21 @@ def test_cli_writes_an_owner_only_page(tmp_path, capsys):
     assert len(_parse(out.read_text(encoding="utf-8")).chunks) > 50
     assert main(["view", str(NOTE), "--strategy", "assertion"]) == 2
     assert capsys.readouterr().err.strip().endswith("error: give --output FILE.html and/or --serve")
+
+
+def test_cli_picks_one_note_of_a_jsonl_file_by_id(tmp_path, capsys):
+    notes = tmp_path / "notes.jsonl"
+    lines = [{"id": "n1", "text": "No fever.\n"}, {"id": "n2", "text": NOTE.read_text(encoding="utf-8")}, {"id": "n3", "text": "Cough."}]
+    notes.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    out = tmp_path / "n2.html"
+    assert main(["view", str(notes), "--id", "n2", "--output", str(out)]) == 0
+    page = _parse(out.read_text(encoding="utf-8"))
+    assert len(page.chunks) > 50  # the long note, not one of the one-liners
+    assert main(["view", str(notes), "--id", "n9", "--output", str(out)]) == 2
+    assert "no note with id 'n9'" in capsys.readouterr().err
+    assert main(["view", str(notes), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pick one with --id" in err and "'n1'" in err
 
 
 def _ignore_sigint():
