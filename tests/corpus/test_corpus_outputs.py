@@ -231,3 +231,17 @@ def test_ctrl_c_prints_one_line_and_no_worker_traceback(tmp_path):
     ]
     time.sleep(1)
     assert not os.path.exists(f"/proc/{holder}") or open(f"/proc/{holder}/stat").read().split()[2] == "Z"
+
+
+def test_the_lock_refuses_a_second_run_and_leaves_no_file(tmp_path):
+    from spacy_clinchunk.corpus.output import LOCK_FILE, OutputLock
+
+    with OutputLock(tmp_path):
+        assert (tmp_path / LOCK_FILE).exists()
+        with pytest.raises(CorpusError, match="another corpus run is writing"):
+            with OutputLock(tmp_path):
+                pass
+    assert not (tmp_path / LOCK_FILE).exists()
+    with OutputLock(tmp_path):  # and the next run takes it again
+        pass
+    assert not (tmp_path / LOCK_FILE).exists()
