@@ -62,6 +62,7 @@ SPAN_EXTENSIONS: Dict[str, Any] = {
 DOC_EXTENSIONS: Dict[str, Any] = {
     "doc_id": None,
     "source": None,  # path (or "stdin") the document was read from
+    "meta": None,  # the input record's own fields (specialty, encounter id, ...): every record carries them
     "unlocated_annotations": None,  # annotations asserted for the document but not located in its text
     "llm_usage": None,
     "llm_context_failures": 0,

@@ -30,7 +30,8 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="table (the default; not for corpus runs) | jsonl (one document per JSON line; the corpus default) | "
         "docbin (a DocBin file) | records (one chunk per JSON line) | parquet | hf (a Hugging Face dataset "
-        "directory): every format but table for corpus runs too",
+        "directory) | chroma (corpus runs: upsert into a persistent Chroma collection, see --chroma-path): "
+        "every format but table for corpus runs too",
     )
     parser.add_argument(
         "--index",
@@ -67,10 +68,20 @@ def add_parser(subparsers: Any) -> None:
     )
     corpus.add_argument("--no-resume", action="store_true", help="reprocess shards that are already done")
     corpus.add_argument("--connect-timeout", type=float, default=10.0, help="seconds to wait for a Ray address")
+    corpus.add_argument(
+        "--chroma-path", default=None, help="--format chroma: persistent Chroma directory (default OUT/chroma)"
+    )
+    corpus.add_argument("--collection", default=None, help="--format chroma: collection name (default clinchunk)")
+    corpus.add_argument(
+        "--embed-model", default=None,
+        help="--format chroma: sentence-transformers model name or path (default: the bundled all-MiniLM-L6-v2, offline)",
+    )
     parser.set_defaults(func=run)
 
 
-CORPUS_ONLY = ("workers", "ray_address", "gpus_per_worker", "shard_size", "split_bytes")
+CORPUS_ONLY = (
+    "workers", "ray_address", "gpus_per_worker", "shard_size", "split_bytes", "chroma_path", "collection", "embed_model"
+)
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
@@ -83,6 +94,8 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     from ..export.writers import RECORD_FORMATS
 
     args.format = args.format or "table"
+    if args.format == "chroma":
+        raise CLIError("--format chroma is a corpus run: add --engine local (and --output OUT)")
     if args.index is not None and args.format not in RECORD_FORMATS:
         raise CLIError(f"--index goes with --format {' | '.join(RECORD_FORMATS)}, not {args.format}")
     files = _input_files(args.paths)
@@ -91,7 +104,7 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
     if args.index == "focus" and resolved.focus_key is None:
         raise CLIError(f"--index focus needs clin_focus on the chunks of '{resolved.chunks_key}'; this pipeline has none")
     output = PendingOutput(args.output, _file_mode(args), as_path=args.format not in ("table", "jsonl", "records"))
-    counts = {"read": 0, "failed": 0, "written": 0}
+    counts = {"read": 0, "failed": 0, "refused": 0, "written": 0}
     usages: List[Dict[str, Any]] = []  # Doc._.clin_llm_usage of clin_llm_context, summed at the end
     try:
         writer = _writer(args, output, resolved)
@@ -113,7 +126,8 @@ def run(args: argparse.Namespace, extra: List[str]) -> int:
         _print_llm_usage(usages)
     if counts["failed"]:
         unwritten = f"; nothing written to {args.output}" if args.output and not counts["written"] else ""
-        print(f"error: {counts['failed']} document(s) failed{unwritten}", file=sys.stderr)
+        binary = f" ({counts['refused']} refused as binary: NUL bytes or control characters)" if counts["refused"] else ""
+        print(f"error: {counts['failed']} document(s) failed{binary}{unwritten}", file=sys.stderr)
         return 1
     return 0
 
@@ -122,6 +136,7 @@ def _chunk_files(args, resolved, files, writer, out, counts, usages) -> None:
     """Chunk every input document and write it; ``counts`` and ``usages`` tell what happened.
     Ids are unique over the whole run: a repeated one (two JSONL files that both hold id
     ``x``) becomes ``x#1``, as in every export (:class:`DocumentIds`)."""
+    from ..corpus.inputs import REFUSED
     from ..export.ids import DocumentIds
     from ..export.records import RecordError
     from .table import write_table
@@ -134,6 +149,7 @@ def _chunk_files(args, resolved, files, writer, out, counts, usages) -> None:
             progress.update(1)
         if error is not None:
             counts["failed"] += 1
+            counts["refused"] += error.startswith(REFUSED)
             print(f"error: {item.id}: {error}", file=sys.stderr)
             continue
         if spans_key not in doc.spans:  # a pipeline that declares no groups (a host's own components)
@@ -225,6 +241,7 @@ def _print_llm_usage(usages: List[Dict[str, Any]]) -> None:
 def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     """``--engine local|ray``: sharded, resumable corpus run into the ``--output`` directory."""
     from ..corpus import DEFAULT_SHARD_SIZE, DEFAULT_SPLIT_BYTES, CorpusError, CorpusOptions, RayOptions, run_corpus
+    from ..corpus.chroma import DEFAULT_COLLECTION
 
     if not args.output:
         raise CLIError("--engine needs --output OUT_DIR")
@@ -243,6 +260,9 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         resume=not args.no_resume,
         file_mode=_file_mode(args),
         encoding=encoding_of(args),
+        chroma_path=args.chroma_path,
+        collection=args.collection or DEFAULT_COLLECTION,
+        embed_model=args.embed_model,
     )
     # Ray's console chatter is the application's to quiet: the CLI asks for WARNING
     ray = RayOptions(
@@ -262,9 +282,17 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         )
     except CorpusError as err:
         raise CLIError(str(err)) from err
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"interrupted: finished shards in {args.output} are kept; rerun the same command to resume", file=sys.stderr)
+        return 130
     finally:
         bar.close()
-    failed = int(result.manifest.get("totals", {}).get("errors", result.errors))  # shards skipped as done too
+    for note in result.notes:
+        print(note, file=sys.stderr)
+    totals = result.manifest.get("totals", {})
+    failed = int(totals.get("errors", result.errors))  # shards skipped as done too
+    refused = int(totals.get("refused", 0))
     earlier = f" ({failed} in all shards)" if failed != result.errors else ""
     print(
         f"{result.docs} docs in {len(result.processed)} shards ({len(result.skipped)} already done), "
@@ -272,7 +300,8 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         file=sys.stderr,
     )
     if failed:
-        print(f"error: {failed} document(s) failed; see {result.output_dir / 'errors.jsonl'}", file=sys.stderr)
+        binary = f" ({refused} refused as binary: NUL bytes or control characters)" if refused else ""
+        print(f"error: {failed} document(s) failed{binary}; see {result.output_dir / 'errors.jsonl'}", file=sys.stderr)
         return 1
     return 0
 
@@ -299,3 +328,4 @@ class ShardProgress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+            self.bar = None

@@ -12,10 +12,11 @@ relative to it; two inputs that differ only in their suffix (``a.txt``, ``a.text
 import glob
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..pipeline.process import InputDoc
 
@@ -25,6 +26,16 @@ JSON_SUFFIXES = {".json"}
 READ_SUFFIXES = TEXT_SUFFIXES | JSONL_SUFFIXES | JSON_SUFFIXES
 STDIN = "-"
 RECORD_SHAPE = "an object with a string 'text'"
+# keys of a JSON(L) record that are the document itself; every other key is the input's own
+# field (specialty, encounter id, ...) and is carried to every record written (InputDoc.meta)
+OWN_KEYS = ("id", "doc_id", "text")
+# the start of the error of a document refused as binary (counted apart in a run's summary)
+REFUSED = "refused: "
+# control characters no clinical text holds (C0 and C1, less tab, newlines, form feed, vertical tab)
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+# a text with more control characters than this share (and at least MIN_CONTROL of them) is binary
+MAX_CONTROL_SHARE = 0.05
+MIN_CONTROL = 3
 
 
 class InputError(ValueError):
@@ -147,7 +158,7 @@ def read_bytes(data: bytes, source: str, kind: str, base_id: str, encoding: str 
         yield InputDoc(base_id, None, source, f"{source} is not valid {_encoding_name(encoding)} {_decode_hint(err)}")
         return
     if kind == "text":
-        yield InputDoc(base_id, text, source)
+        yield _text_doc(base_id, text, source)
     else:
         yield from _read_json(text, source, base_id)
 
@@ -205,7 +216,33 @@ def _decode_hint(err: UnicodeDecodeError) -> str:
 
 
 def _record_doc(obj: object, source: str, where: str) -> InputDoc:
+    """A JSON record's document; its other keys are kept as the document's ``meta``."""
     if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
         return InputDoc(where, None, source, f"expected {RECORD_SHAPE}")
     doc_id = obj.get("id", obj.get("doc_id", where))
-    return InputDoc(str(doc_id), obj["text"], source)
+    meta = {str(key): value for key, value in obj.items() if key not in OWN_KEYS}
+    return _text_doc(str(doc_id), obj["text"], source, meta or None)
+
+
+def _text_doc(doc_id: str, text: str, source: str, meta: Optional[Dict[str, Any]] = None) -> InputDoc:
+    """The document, or its refusal when the text is binary (:func:`binary_reason`): chunks of
+    binary data are garbage that would be indexed as findings."""
+    reason = binary_reason(text)
+    if reason is not None:
+        return InputDoc(doc_id, None, source, REFUSED + reason, meta)
+    return InputDoc(doc_id, text, source, meta=meta)
+
+
+def binary_reason(text: str) -> Optional[str]:
+    """Why ``text`` is not text (``None`` when it is): it holds NUL characters, or more than
+    :data:`MAX_CONTROL_SHARE` of its characters are control characters. NUL never occurs in a
+    note (a binary file, or UTF-16 read as UTF-8); a binary file read with ``--encoding latin-1``
+    decodes without error but is full of C0/C1 control characters."""
+    nuls = text.count("\x00")
+    if nuls:
+        return f"the text holds {nuls} NUL character(s): a binary file, or UTF-16 text (convert it to UTF-8)"
+    controls = len(_CONTROL.findall(text))
+    if controls >= MIN_CONTROL and controls > MAX_CONTROL_SHARE * len(text):
+        share = 100 * controls / len(text)
+        return f"{share:.0f}% of the text are control characters: a binary file, not a note"
+    return None

@@ -8,7 +8,9 @@ Workers watch the driver and exit when it dies.
 import logging
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
 from collections import deque
 from contextlib import contextmanager
@@ -56,7 +58,11 @@ def one_torch_thread() -> Iterator[None]:
 
 
 def worker_main(conn: Connection, spec: PipelineSpec, out: OutputSpec, batch_size: int, threads: int, parent: int) -> None:
-    """Body of a spawned worker: load, say ready, then answer one shard per message."""
+    """Body of a spawned worker: load, say ready, then answer one shard per message.
+
+    Ctrl-C is the driver's to handle (it stops the workers): a worker ignores SIGINT, so an
+    interrupted run prints one line, not a traceback per worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     watch_parent(parent)
     try:
         worker = ShardWorker(spec, out, batch_size, threads)
@@ -104,6 +110,20 @@ def _environment(env: Dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
+@contextmanager
+def _no_sigint() -> Iterator[None]:
+    """SIGINT ignored while a worker process starts: it inherits that, so a Ctrl-C while it
+    imports (before :func:`worker_main` runs) gives no traceback either."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, saved)
+
+
 class ProcessPool:
     """Spawned worker processes, one pipe each; the driver hands out shards and collects entries."""
 
@@ -121,7 +141,7 @@ class ProcessPool:
         process = self.context.Process(
             target=worker_main, args=(child_end, *self.args, os.getpid()), name="clinchunk-worker", daemon=True
         )
-        with _environment(thread_env(self.threads)):
+        with _environment(thread_env(self.threads)), _no_sigint():
             process.start()
         child_end.close()
         self.procs.append(_Proc(process, parent_end))

@@ -22,12 +22,13 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .. import __version__
 from ..fileio import TEMP_SUFFIX, AtomicFile, remove_path
 from ..export.ids import DocumentIds
 from ..export.writers import RECORD_FORMATS, WRITERS
+from .inputs import REFUSED
 from .shards import Shard
 from .errors import CorpusError
 
@@ -62,6 +63,11 @@ class OutputSpec:
     config_hash: str
     file_mode: int = DEFAULT_FILE_MODE
     index: str = "chunks"
+    # settings of the format's writer (``(("model", name),)`` of ``chroma``), as pairs: picklable
+    settings: Tuple[Tuple[str, Any], ...] = ()
+    # where the shards go beyond this directory (a Chroma store: ChromaTarget.store()); a shard
+    # done for another store is not done for this one
+    store: Optional[Tuple[str, ...]] = None
 
     def output_path(self, name: str) -> Path:
         return Path(self.path) / SHARDS_DIR / f"{name}{WRITERS[self.fmt].suffix}"
@@ -166,7 +172,7 @@ class ShardFiles:
         self.file = PendingShard(out.output_path(shard.name), out.file_mode, writer)
         self.plan = resolved.with_chunks(out.spans_key)
         try:
-            self.writer = writer(self.file.target, self.plan, out.index)
+            self.writer = writer(self.file.target, self.plan, out.index, **dict(out.settings))
         except BaseException:
             self.file.abort()
             raise
@@ -237,6 +243,9 @@ class ShardFiles:
             "docs": self.docs,
             "chunks": self.chunks,
             "errors": len(self.errors),
+            # documents refused as binary (NUL bytes, control characters): inputs.binary_reason
+            "refused": sum(1 for e in self.errors if e["error"].startswith(REFUSED)),
+            **({"store": list(self.out.store)} if self.out.store else {}),
             "seconds": round(time.time() - self.started, 3),
             "cpu_seconds": round(time.process_time() - self.cpu_started, 3),  # of the worker process
             # of the thread that ran the shard: the pipeline and the records, without the
@@ -296,6 +305,8 @@ class OutputLock:
         self.fd = os.open(self.file, os.O_RDWR | os.O_CREAT, self.mode)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(self.fd).st_ino != os.stat(self.file).st_ino:  # the run before removed it meanwhile
+                raise OSError(errno.EAGAIN, "lock file replaced")
         except OSError as err:
             os.close(self.fd)
             self.fd = None
@@ -303,7 +314,13 @@ class OutputLock:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        """Remove the lock file while still holding it, then release it: no ``.lock`` is left
+        behind (a run that opened the old file meanwhile sees it replaced and refuses)."""
         if self.fd is not None:
+            try:
+                self.file.unlink()
+            except OSError:
+                pass
             os.close(self.fd)  # closing releases the lock
             self.fd = None
 
@@ -349,6 +366,8 @@ class CorpusOutput:
             return False
         if entry.get("fingerprint") != shard.fingerprint() or not self.spec.output_path(shard.name).exists():
             return False
+        if self.spec.store is not None and entry.get("store") != list(self.spec.store):
+            return False
         return not entry.get("errors") or self.spec.errors_path(shard.name).is_file()
 
     def record(self, name: str, entry: Dict[str, Any]) -> None:
@@ -375,6 +394,7 @@ class CorpusOutput:
             "docs": sum(e["docs"] for e in entries),
             "chunks": sum(e["chunks"] for e in entries),
             "errors": sum(e["errors"] for e in entries),
+            "refused": sum(e.get("refused", 0) for e in entries),
         }
         self.manifest["runs"].append(run)
         self.save()

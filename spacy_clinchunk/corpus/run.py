@@ -19,8 +19,9 @@ from .output import (
     check_output_dir,
     remove_leftovers,
 )
+from .chroma import DEFAULT_COLLECTION, ChromaSink, ChromaTarget, private_store
 from .ray_engine import RayOptions
-from .shards import DEFAULT_SHARD_SIZE, DEFAULT_SPLIT_BYTES, Shard, plan_shards
+from .shards import DEFAULT_SHARD_SIZE, DEFAULT_SPLIT_BYTES, Shard, fit_to_workers, plan_shards
 
 logger = logging.getLogger("spacy_clinchunk")
 
@@ -32,14 +33,19 @@ class CorpusOptions:
     """How a corpus is read, batched and written (the same for every engine)."""
 
     batch_size: int = 64  # documents per nlp.pipe batch inside a worker
-    fmt: str = "jsonl"  # output format: any of export.writers.WRITERS (jsonl, docbin, records, parquet, hf)
-    index: str = "chunks"  # records | parquet | hf: one record per chunk, or per focus span ("focus")
+    fmt: str = "jsonl"  # output format: any of export.writers.WRITERS (jsonl, docbin, records, parquet, hf, chroma)
+    index: str = "chunks"  # records | parquet | hf | chroma: one record per chunk, or per focus span ("focus")
     spans_key: Optional[str] = None  # the group written out; None: the one the pipeline writes its chunks to
     shard_size: int = DEFAULT_SHARD_SIZE  # .txt files per shard
     split_bytes: int = DEFAULT_SPLIT_BYTES  # JSONL files larger than this are split into sub-shards
     resume: bool = True  # skip shards finished with the same config and inputs
     file_mode: int = DEFAULT_FILE_MODE  # of every file written; 0o600: owner-only (clinical text)
     encoding: str = "utf-8"  # of the input notes (latin-1, cp1252 for older exports)
+    # fmt="chroma": the persistent Chroma directory (default OUT/chroma), the collection, and
+    # the embedding model (a sentence-transformers name or path; default the bundled MiniLM)
+    chroma_path: Optional[str] = None
+    collection: str = DEFAULT_COLLECTION
+    embed_model: Optional[str] = None
 
 
 @dataclass
@@ -65,6 +71,8 @@ class CorpusRun:
     manifest: Dict[str, Any]
     worker_stats: Dict[str, Any] = field(default_factory=dict)
     startup_seconds: float = 0.0
+    refused: int = 0  # of ``errors``: documents refused as binary (NUL bytes, control characters)
+    notes: List[str] = field(default_factory=list)  # one line each, for the user (the shard size adapted)
 
     @property
     def docs_per_second(self) -> float:
@@ -123,8 +131,6 @@ def run_corpus(
     started = time.time()
     check_output_dir(output_dir, opts.file_mode)
     shards = plan_shards(inputs, opts.shard_size, opts.split_bytes)
-    for shard in shards:
-        shard.encoding = opts.encoding
     loading = time.time()
     if not isinstance(config_or_path, (str, Path, PipelineSpec)):
         raise CorpusError("a corpus run needs a config file, a saved pipeline or a strategy name: each worker loads its own")
@@ -136,18 +142,36 @@ def run_corpus(
     load_seconds = round(time.time() - loading, 3)
     if opts.index == "focus" and resolved.focus_key is None:
         raise CorpusError(f"index 'focus' needs clin_focus on the chunks of '{resolved.chunks_key}'; this pipeline has none")
+    target = chroma_target(opts, output_dir)
     out = OutputSpec(
-        str(Path(output_dir).resolve()), opts.fmt, resolved.chunks_key, resolved.config_hash, opts.file_mode, opts.index
+        str(Path(output_dir).resolve()), opts.fmt, resolved.chunks_key, resolved.config_hash, opts.file_mode, opts.index,
+        settings=(("model", opts.embed_model),) if target else (), store=tuple(target.store()) if target else None,
     )
+    notes: List[str] = []
     with OutputLock(out.path, opts.file_mode):
         remove_leftovers(out.path)
         output = CorpusOutput(out, resolved.spec.source)
+        asked = [opts.shard_size, opts.split_bytes]
+        recorded = output.manifest.get("plan") if opts.resume else None
+        if recorded and recorded.get("asked") == asked:  # a resumed run keeps the plan it resumes
+            shards = plan_shards(inputs, recorded["shard_size"], recorded["split_bytes"])
+        else:
+            shards, sizes, note = fit_to_workers(inputs, shards, int(workers), opts.shard_size, opts.split_bytes)
+            output.manifest["plan"] = {"asked": asked, "shard_size": sizes[0], "split_bytes": sizes[1]}
+            if note:
+                notes.append(note)
+                logger.info("%s", note)
+        for shard in shards:
+            shard.encoding = opts.encoding
+        sink = ChromaSink(target) if target else None
         todo = [s for s in shards if not (opts.resume and output.is_finished(s))]
         skipped = [s.name for s in shards if s not in todo]
         logger.info("corpus: %d shards, %d to process, %d already done", len(shards), len(todo), len(skipped))
         counts = {"docs": 0, "errors": 0, "shards": len(skipped)}
 
         def on_entry(name: str, entry: Dict[str, Any]) -> None:
+            if sink is not None:  # upserted before the manifest says the shard is done
+                entry["upserted"] = sink.upsert(Path(out.path) / entry["output"])
             output.record(name, entry)
             counts["docs"] += entry["docs"]
             counts["errors"] += entry["errors"]
@@ -175,6 +199,8 @@ def run_corpus(
             "workers_stats": stats.get("workers", {}),
         }
         output.finish(shards, run)
+        if target is not None:
+            private_store(target.path, opts.file_mode)
     if stats.get("lost"):
         raise CorpusError(
             f"shard(s) {', '.join(stats['lost'])} not written: their worker died {MAX_ATTEMPTS} times "
@@ -190,7 +216,17 @@ def run_corpus(
         manifest=output.manifest,
         worker_stats=stats.get("workers", {}),
         startup_seconds=stats.get("startup_seconds", 0.0),
+        refused=int(output.manifest["totals"].get("refused", 0)),
+        notes=notes,
     )
+
+
+def chroma_target(opts: CorpusOptions, output_dir: Union[str, Path]) -> Optional[ChromaTarget]:
+    """The Chroma store of a ``chroma`` run (default ``OUT/chroma``), else ``None``."""
+    if opts.fmt != "chroma":
+        return None
+    path = Path(opts.chroma_path) if opts.chroma_path else Path(output_dir) / "chroma"
+    return ChromaTarget(str(path.expanduser().resolve()), opts.collection, opts.embed_model)
 
 
 def resolve_for_corpus(spec: PipelineSpec) -> ResolvedPipeline:

@@ -110,6 +110,28 @@ def plan_shards(
     return shards
 
 
+def fit_to_workers(
+    inputs: Union[str, Path, Sequence[Union[str, Path]]], shards: List[Shard], workers: int,
+    shard_size: int, split_bytes: int,
+) -> Tuple[List[Shard], Tuple[int, int], Optional[str]]:
+    """``shards``, or when they are fewer than ``workers`` a plan with smaller shards (.txt files
+    per shard, JSONL bytes per sub-shard) so that every worker gets work; the sizes used and
+    one line saying so (``None`` when the plan stands)."""
+    if len(shards) >= workers or workers < 2:
+        return shards, (shard_size, split_bytes), None
+    texts = sum(len(s.sources) for s in shards if file_kind(s.sources[0]) == "text")
+    jsonl = sum(s.size() for s in shards if Path(s.sources[0]).suffix.lower() in JSONL_SUFFIXES)
+    size = min(shard_size, max(1, -(-texts // workers))) if texts else shard_size
+    split = min(split_bytes, max(1, -(-jsonl // workers))) if jsonl else split_bytes
+    planned = plan_shards(inputs, size, split)
+    if len(planned) <= len(shards):
+        return shards, (shard_size, split_bytes), None
+    return planned, (size, split), (
+        f"{len(shards)} shard(s) for {workers} workers: split into {len(planned)} so that every worker gets work "
+        f"(shard size {size}, split bytes {split})"
+    )
+
+
 def _suffixed(files: Sequence[InputFile]) -> Tuple[str, ...]:
     return tuple(file.path for file in files if file.keep_suffix)
 

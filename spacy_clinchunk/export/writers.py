@@ -14,7 +14,13 @@ docbin      the docs themselves (spans, extension values): DocBin  a binary file
 records     one JSON line per chunk (or focus span)                a text stream or a file
 parquet     one row per chunk (or focus span), row group per doc   a file
 hf          a Hugging Face dataset (``save_to_disk``)              a directory
+chroma      rows for a Chroma collection: embedded records         a directory
 ==========  =====================================================  ===========================
+
+Every record carries the input's own fields (``meta``: the keys of a JSON/JSONL input record
+besides ``id`` and ``text``, ``Doc._.clin_meta``): a dict in ``records``, a JSON string in
+Parquet and datasets (like ``attributes``: one schema for every input), ``doc.meta`` in
+``jsonl``, and flat metadata in Chroma (as the LangChain and LlamaIndex adapters keep them).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any, Dict, Iterable, List, Optional, Union
 
 from ..fileio import make_private, open_private
-from .records import RecordError, RecordPlan, arrow_schema, flat_row, record_json, records_of, to_arrow, _dataset
+from .records import RecordError, RecordPlan, arrow_schema, flat_row, record_json, records_of
 
 Target = Union[str, Path, IO[Any], None]
 
@@ -75,7 +81,34 @@ class Writer:
             self.out.close()
 
     def records(self, doc: Any, doc_id: str) -> List[Dict[str, Any]]:
-        return records_of(doc, self.plan, index=self.index, doc_id=doc_id)
+        """The doc's records (:func:`records_of`), each with the input's own fields (``meta``)."""
+        records = records_of(doc, self.plan, index=self.index, doc_id=doc_id)
+        meta = source_fields(doc)
+        for record in records:
+            record["meta"] = meta
+        return records
+
+
+def source_fields(doc: Any) -> Optional[Dict[str, Any]]:
+    """The input record's own fields (``Doc._.clin_meta``, set by ``make_doc``), or ``None``."""
+    meta = doc._.clin_meta if doc.has_extension("clin_meta") else None
+    return dict(meta) if meta else None
+
+
+def meta_schema():
+    """:func:`arrow_schema` of the record model plus ``meta`` (a JSON string, as its keys differ
+    from one input to the next)."""
+    import pyarrow as pa
+
+    return arrow_schema().append(pa.field("meta", pa.string()))
+
+
+def meta_row(record: Dict[str, Any]) -> Dict[str, Any]:
+    """:func:`flat_row` of the record, with ``meta`` as a JSON string."""
+    row = flat_row({k: v for k, v in record.items() if k != "meta"})
+    meta = record.get("meta")
+    row["meta"] = _ENCODER.encode(meta) if meta else None
+    return row
 
 
 class DocumentLines(Writer):
@@ -90,11 +123,31 @@ class DocumentLines(Writer):
 
 def document_line(doc: Any, doc_id: str, plan: Any) -> str:
     """One JSON line for one document: the single serialization of CLI and corpus documents."""
-    record = records_of(doc, plan, index="doc", doc_id=doc_id)[0]
+    record = focus_lists(records_of(doc, plan, index="doc", doc_id=doc_id)[0], plan.focus_key)
     try:
         return _ENCODER.encode(record) + "\n"
     except (TypeError, ValueError) as err:  # a value no host conversion knows (export.host_values)
         raise RecordError(f"document {doc_id}: a value is not JSON-serializable ({_first_line(err)})") from None
+
+
+def focus_lists(record: Dict[str, Any], focus_key: Optional[str]) -> Dict[str, Any]:
+    """The document record with each chunk's focus spans as a ``focus`` list of ``{start, end,
+    text}`` (as every other output has them) instead of ``focus_ids``, indices into the focus
+    group; the focus group's spans name their chunk by id (``parent_id``) instead of ``focus_of``."""
+    chunks = record.get("chunks") or []
+    focus = (record.get("groups") or {}).get(focus_key or "", [])
+    if not focus or not any("focus_ids" in chunk for chunk in chunks):
+        return record
+    for chunk in chunks:
+        numbers = chunk.pop("focus_ids", None) or ()
+        chunk["focus"] = [
+            {name: focus[n][name] for name in ("start", "end", "text")} for n in numbers if 0 <= n < len(focus)
+        ]
+    for span in focus:
+        number = span.pop("focus_of", None)
+        if isinstance(number, int) and 0 <= number < len(chunks):
+            span["parent_id"] = chunks[number]["id"]
+    return record
 
 
 class DocBinFile(Writer):
@@ -151,10 +204,13 @@ class ParquetFile(Writer):
         except ImportError as err:
             raise RecordError("the Parquet export needs `pip install spacy-clinchunk[parquet]`") from err
         self._file = open_private(self.path, "wb")
-        self._writer = pq.ParquetWriter(self._file, arrow_schema())
+        self._schema = meta_schema()
+        self._writer = pq.ParquetWriter(self._file, self._schema)
 
     def add(self, doc: Any, doc_id: str) -> int:
-        table = to_arrow(self.records(doc, doc_id))
+        import pyarrow as pa
+
+        table = pa.Table.from_pylist([meta_row(r) for r in self.records(doc, doc_id)], schema=self._schema)
         if table.num_rows:
             self._writer.write_table(table)
         return table.num_rows
@@ -172,16 +228,78 @@ class DatasetFolder(Writer):
     needs = "DIRECTORY"
 
     def add(self, doc: Any, doc_id: str) -> int:
-        rows = [flat_row(r) for r in self.records(doc, doc_id)]
+        rows = [meta_row(r) for r in self.records(doc, doc_id)]
         self._rows.extend(rows)
         return len(rows)
 
     def close(self) -> None:
-        _dataset(self._rows).save_to_disk(str(self.path))
+        try:
+            from datasets import Dataset, Features
+        except ImportError as err:
+            raise RecordError("the Hugging Face dataset export needs `pip install spacy-clinchunk[datasets]`") from err
+        Dataset.from_list(self._rows, features=Features.from_arrow_schema(meta_schema())).save_to_disk(str(self.path))
         make_private(self.path)
 
     def _open(self) -> None:
         self._rows: List[Dict[str, Any]] = []
+
+
+class VectorRows(Writer):
+    """``chroma``: the records embedded, as the rows a Chroma collection takes, in a folder:
+    ``rows.jsonl`` (``id``, ``document``: the embedded text, ``metadata``: the record through
+    :func:`~spacy_clinchunk.export.vectorstores.vector_metadata`, the input's own fields flat
+    beside the record's) and ``embeddings.npy`` (float32, one row per line of ``rows.jsonl``).
+
+    Chroma's persistent client belongs to one process, so in a corpus run the workers embed
+    (the costly part) into these folders and the driver upserts each finished one
+    (:mod:`spacy_clinchunk.corpus.chroma`). ``model``: the embedding model
+    (``spacy_clinchunk.SentenceTransformerEmbedder.v1``; default the bundled, offline MiniLM).
+    """
+
+    suffix = ".chroma"
+    to_path = True
+    needs = "DIRECTORY"
+    ROWS, EMBEDDINGS = "rows.jsonl", "embeddings.npy"
+
+    def __init__(self, target: Target, plan: Any = None, index: str = "chunks", model: Optional[str] = None) -> None:
+        self.model = model
+        super().__init__(target, plan, index)
+
+    def _open(self) -> None:
+        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._rows = open_private(self.path / self.ROWS, "w")
+        self._vectors: List[Any] = []
+        self._embedder: Any = None
+
+    def add(self, doc: Any, doc_id: str) -> int:
+        import numpy as np
+
+        from .vectorstores import offline_embedder, vector_metadata
+
+        records = self.records(doc, doc_id)
+        lines = [
+            _ENCODER.encode({
+                "id": r["id"],
+                "document": r["enriched_text"] or r["text"],
+                "metadata": vector_metadata({k: v for k, v in r.items() if k != "meta"}, r["meta"]),
+            }) + "\n"
+            for r in records
+        ]
+        if records:
+            if self._embedder is None:
+                self._embedder = offline_embedder(model=self.model)
+            texts = [r["enriched_text"] or r["text"] for r in records]
+            self._vectors.append(np.asarray(self._embedder.encode(texts), dtype=np.float32))
+        self._rows.write("".join(lines))
+        return len(records)
+
+    def close(self) -> None:
+        import numpy as np
+
+        self._rows.close()
+        vectors = np.concatenate(self._vectors) if self._vectors else np.zeros((0, 0), dtype=np.float32)
+        with open_private(self.path / self.EMBEDDINGS, "wb") as out:
+            np.save(out, vectors)
 
 
 # format name -> writer; a new format is one Writer class and one entry here
@@ -191,16 +309,18 @@ WRITERS: Dict[str, type] = {
     "records": RecordLines,
     "parquet": ParquetFile,
     "hf": DatasetFolder,
+    "chroma": VectorRows,
 }
 # the formats whose records are chunks or focus spans (``index`` applies)
-RECORD_FORMATS = ("records", "parquet", "hf")
+RECORD_FORMATS = ("records", "parquet", "hf", "chroma")
 
 
-def open_writer(fmt: str, target: Target, plan: Any = None, index: str = "chunks") -> Writer:
-    """A writer of ``fmt`` (a key of :data:`WRITERS`) on ``target``."""
+def open_writer(fmt: str, target: Target, plan: Any = None, index: str = "chunks", **settings: Any) -> Writer:
+    """A writer of ``fmt`` (a key of :data:`WRITERS`) on ``target``; ``settings`` of the format
+    (``model`` of ``chroma``)."""
     if fmt not in WRITERS:
         raise RecordError(f"unknown format '{fmt}'; known: {', '.join(WRITERS)}")
-    return WRITERS[fmt](target, plan, index)
+    return WRITERS[fmt](target, plan, index, **settings)
 
 
 def write_records(

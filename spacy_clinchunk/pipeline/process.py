@@ -26,6 +26,9 @@ class InputDoc:
     text: Optional[str]
     source: str
     error: Optional[str] = None
+    # the input record's own fields (JSON/JSONL keys besides id and text): carried to every
+    # record written, as ``Doc._.clin_meta``
+    meta: Optional[Dict[str, Any]] = None
 
 
 def record_component_error(proc_name, proc, docs, err) -> None:
@@ -51,6 +54,8 @@ def make_doc(nlp, item: InputDoc):
     doc = nlp.make_doc(item.text)
     doc._.clin_doc_id = item.id
     doc._.clin_source = item.source
+    if item.meta:
+        doc._.clin_meta = item.meta
     return doc
 
 

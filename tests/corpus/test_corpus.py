@@ -75,6 +75,7 @@ def test_single_process_run_matches_plain_pipeline(corpus, tmp_path):
         "docs": len(corpus["reference"]),
         "chunks": sum(len(r["chunks"]) for r in corpus["reference"].values()),
         "errors": 2,
+        "refused": 0,
     }
     assert manifest["package_version"] and manifest["config_hash"]
     assert manifest["shards"]["empty"]["docs"] == 0 and (out / "shards" / "empty.jsonl").read_text() == ""

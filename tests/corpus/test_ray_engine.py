@@ -147,3 +147,30 @@ def test_killed_ray_driver_resumes_without_redoing_finished_shards(ray_cluster, 
     expected = dict(corpus["reference"])  # the poisoned document is not in this corpus
     expected["gate"] = reference_records(corpus["config"], corpus["code"], [GATE_DOC])["gate"]
     assert read_output(out) == expected
+
+
+@pytest.mark.parametrize("fmt", ["records", "parquet", "hf"])
+def test_ray_writes_every_record_format_with_the_inputs_own_fields(ray_cluster, tmp_path, fmt):
+    """Ray actors write the record formats too, each record with the input's own fields (``meta``)."""
+    notes = [{"id": f"r{k}", "text": "No fever. Mild cough.", "ward": k} for k in range(4)]
+    inputs = tmp_path / "in" / "notes.jsonl"
+    inputs.parent.mkdir()
+    inputs.write_text("".join(json.dumps(n) + "\n" for n in notes), encoding="utf-8")
+    out = tmp_path / "out"
+    result = run_corpus("punct_conj_cleaned", [inputs], out, engine="ray", workers=2, fmt=fmt)
+    assert result.docs == 4 and len(result.processed) == 2  # one small file split for the two actors
+    rows = []
+    for entry in result.manifest["shards"].values():
+        path = out / entry["output"]
+        if fmt == "records":
+            rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        elif fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            rows += [{**r, "meta": json.loads(r["meta"])} for r in pq.read_table(path).to_pylist()]
+        else:
+            from datasets import load_from_disk
+
+            rows += [{**r, "meta": json.loads(r["meta"])} for r in load_from_disk(str(path)).to_list()]
+    assert {r["doc_id"] for r in rows} == {n["id"] for n in notes}
+    assert all(r["meta"] == {"ward": int(r["doc_id"][1:])} for r in rows)

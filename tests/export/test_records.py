@@ -41,6 +41,11 @@ def _doc(nlp, text=NOTE, doc_id="a/note.txt", source="notes/a/note.txt"):
     return nlp(doc)
 
 
+def with_meta(records, meta=None):
+    """What the writers write: the record model plus the input's own fields (``meta``)."""
+    return [{**record, "meta": meta} for record in records]
+
+
 def test_records_carry_offsets_ids_source_and_assertion(nlp):
     doc = _doc(nlp)
     records = chunk_records(doc)
@@ -114,14 +119,14 @@ def test_jsonl_parquet_and_dataset_hold_the_same_records(nlp, tmp_path):
     datasets = pytest.importorskip("datasets")
     docs = [_doc(nlp), _doc(nlp, text="No cough. Mild headache.", doc_id="b/note.txt")]
     expected = [r for d in docs for r in chunk_records(d)]
-    assert set(RECORD_FORMATS) == {"records", "parquet", "hf"}
+    assert set(RECORD_FORMATS) == {"records", "parquet", "hf", "chroma"}
     for fmt, name in (("records", "out.jsonl"), ("parquet", "out.parquet"), ("hf", "out_ds")):
         assert write_records(docs, fmt, tmp_path / name) == len(expected)
     lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line) for line in lines] == expected
+    assert [json.loads(line) for line in lines] == with_meta(expected)  # no input fields: meta null
     rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
     from_disk = datasets.load_from_disk(str(tmp_path / "out_ds")).to_list()
-    assert rows == from_disk == to_arrow(expected).to_pylist() == to_dataset(docs).to_list()
+    assert rows == from_disk == with_meta(to_arrow(expected).to_pylist()) == with_meta(to_dataset(docs).to_list())
     assert [(r["id"], r["text"], r["assertion"]) for r in rows] == [(r["id"], r["text"], r["assertion"]) for r in expected]
     negated = next(r for r in rows if r["assertion"] == "negated")
     assert negated["assertion_cues"][0]["start_char"] >= 0
@@ -134,7 +139,7 @@ def test_empty_input_gives_empty_files_with_the_schema(tmp_path):
 
     assert write_records([], "parquet", tmp_path / "empty.parquet") == 0
     table = pq.read_table(tmp_path / "empty.parquet")
-    assert table.num_rows == 0 and table.column_names == list(RECORD_FIELDS)
+    assert table.num_rows == 0 and table.column_names == [*RECORD_FIELDS, "meta"]
     with pytest.raises(RecordError, match="needs --output"):
         write_records([], "parquet", None)
 
@@ -243,12 +248,12 @@ def test_flagship_records_in_jsonl_parquet_and_dataset(flagship_docs, tmp_path, 
     for fmt, name in (("records", "out.jsonl"), ("parquet", "out.parquet"), ("hf", "out_ds")):
         assert write_records(flagship_docs, fmt, tmp_path / name, index=index) == len(expected)
     lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line) for line in lines] == expected
+    assert [json.loads(line) for line in lines] == with_meta(expected)
     table = pq.read_table(tmp_path / "out.parquet")
     assert table.schema.field("focus").type == pa.list_(
         pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())]))
     rows = table.to_pylist()
-    assert rows == datasets.load_from_disk(str(tmp_path / "out_ds")).to_list() == to_dataset(flagship_docs, index=index).to_list()
+    assert rows == datasets.load_from_disk(str(tmp_path / "out_ds")).to_list() == with_meta(to_dataset(flagship_docs, index=index).to_list())
     assert [(r["id"], r["parent_id"], r["focus"]) for r in rows] == [(r["id"], r["parent_id"], r["focus"]) for r in expected]
 
 
