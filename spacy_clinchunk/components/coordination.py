@@ -9,7 +9,8 @@ the candidate split, so a list of any length is judged in linear time:
   ("lip and palate"), the left conjunct has at most two words ("kidney or collecting
   system"), the word before the conjunction is a modifier sharing the right conjunct's
   head ("aplastic or hypoplastic nails", "carpal and tarsal bones"), or the two conjuncts
-  share their first or last word;
+  share their first or last word; never when the right conjunct has several words and opens
+  with a capitalised name ("the store and Mary went to school": a clause; not in German);
 * at a comma: keep it between one-word list items ("eye, ear, oral, and craniofacial
   anomalies") and between short phrases that share their first or last word ("cleft lip,
   cleft palate", "carpal bones, tarsal bones").
@@ -38,7 +39,9 @@ class CoordinationRules:
         suffixes: Sequence[str],
         stop_words: Sequence[str],
         max_conjunct_words: int = MAX_CONJUNCT_WORDS,
+        capitals_name: bool = True,
     ) -> None:
+        self.capitals_name = capitals_name  # a capital inside a sentence marks a name (not German nouns)
         self.joiners: Set[str] = {" ".join(w.lower().split()) for w in joiners}
         self.suffixes = tuple(sorted({s.lower() for s in suffixes if s}, key=len, reverse=True))
         # the suffixes by length: a word's test is one slice and set lookup per length, not a
@@ -106,9 +109,18 @@ class CoordinationRules:
         right, _ = self._right(text, conj[1], chunk[1])
         if not left or not right or len(right) > self.max_words:
             return False
+        if len(right) > 1 and self._opens_with_a_name(text, conj[1], chunk[1]):
+            return False  # "the store and Mary went": a new clause with its own subject
         if len(right) == 1 or len(left) <= 2 or self.is_modifier(left[-1]):
             return True  # "lip and palate", "kidney or collecting system", "carpal and tarsal bones"
         return _share_edge_word(left[-len(right):], right)
+
+    def _opens_with_a_name(self, text: str, start: int, end: int) -> bool:
+        """Whether the conjunct after ``start`` opens with a capitalised word that is not an
+        acronym ("Mary", not "MRI"): in running English, Spanish, French or Dutch, a name."""
+        match = _WORD.search(text, start, end)
+        word = match.group() if match else ""
+        return self.capitals_name and len(word) > 1 and word[0].isupper() and word[1:].islower()
 
     def keeps_comma(self, text: str, chunk: Tuple[int, int], comma: Tuple[int, int]) -> bool:
         """Whether the comma at ``comma`` separates phrases of one shared-word list."""
@@ -146,4 +158,7 @@ def rules_from_resources(resources: Dict[str, List[str]], lang: Optional[str] = 
             return resources[name]
         return load_word_list(lang or "en", name)
 
-    return CoordinationRules(words("coordination_joiners"), words("modifier_suffixes"), words("coordination_stop_words"))
+    return CoordinationRules(
+        words("coordination_joiners"), words("modifier_suffixes"), words("coordination_stop_words"),
+        capitals_name=(lang or "en") != "de",  # German capitalises every noun
+    )

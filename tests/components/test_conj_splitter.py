@@ -136,3 +136,26 @@ def test_a_modifier_is_a_word_longer_than_three_letters_with_a_known_suffix_and_
     for _ in range(20000):
         word = "".join(rnd.choice(letters) for _ in range(rnd.randint(0, 10)))
         assert rules.is_modifier(word) == plain(word), word
+
+
+@pytest.mark.parametrize(
+    "lang, text, expected",
+    [
+        # a peer's test case: "and Mary went" opens a clause with its own subject
+        ("en", "John went to the store and Mary went to school.", ["John went to the store", "Mary went to school"]),
+        # one concept stays one chunk: no name opens the right conjunct
+        ("en", "Cleft lip and palate were repaired.", ["Cleft lip and palate were repaired"]),
+        # German capitalises every noun: a capital is no name there
+        ("de", "Der Patient hat Fieber und Schüttelfrost seit gestern.", None),
+    ],
+)
+def test_keep_coordinated_still_splits_before_a_clause_with_a_named_subject(lang, text, expected):
+    from spacy_clinchunk.pipeline import resolve_pipeline
+
+    resolved = resolve_pipeline("default", lang=lang)
+    doc = resolved.nlp(text)
+    chunks = [span.text for span in doc.spans[resolved.chunks_key]]
+    if expected is None:
+        assert any("Fieber und Schüttelfrost" in chunk for chunk in chunks), chunks
+    else:
+        assert chunks == expected
