@@ -126,6 +126,11 @@ GERMAN_CLAUSES = [
      "negated"),
     ("de", "Kein Fieber, gute Ausscheidung.", "Ausscheidung", "affirmed"),
     ("en", "No fever, good appetite.", "appetite", "affirmed"),
+    ("de", "Rö-Thorax: Leicht re. verbreitertes Herz, sonst oB", "sonst oB", "normal"),
+    ("de", "Unklar ist, ob eine Pneumonie vorliegt.", "Pneumonie", "uncertain"),
+    ("de", "Keine Thrombosen, keine Ischämien, viel freie Flüssigkeit im Abdomen.", "freie Flüssigkeit", "affirmed"),
+    ("de", "Skelett: kein Klopfschmerz, bei Palpation Druckschmerz über BWK 10.", "Druckschmerz", "affirmed"),
+    ("en", "No pericardial effusion, small left pleural effusion.", "left pleural effusion", "affirmed"),
 ]
 
 
