@@ -39,6 +39,11 @@ def compile_rules(nlp: Language, name: str, rules: Sequence[RuleDict], max_scope
             data["max_scope"] = max_scope
         try:
             context_rule = ConTextRule.from_dict(data)
+            ended_by = (data.get("metadata") or {}).get("terminated_by") if isinstance(data.get("metadata"), dict) else None
+            if ended_by:  # medspaCy's ``terminated_by``, which its JSON format has no key for
+                if isinstance(ended_by, str) or not all(isinstance(c, str) for c in ended_by):
+                    raise ValueError("metadata.terminated_by must be a list of categories")
+                context_rule.terminated_by = {c.upper() for c in ended_by}
         except (TypeError, ValueError) as err:
             raise ContextRulesError(f"{name}: rule #{i} ('{rule.get('literal')}'): {err}") from err
         try:

@@ -24,8 +24,10 @@ _UPPER_HEADER = re.compile(
 )
 # (at most five words: "Call for any of the following:" opens a list, it is no label)
 # (a bullet or an item number may come first: "• Antecedentes personales:", "1. Past history:")
+# (a report's date may close the label: "HNO-Konsil vom 27.05.2034:", "CT Thorax from 03/12/2021:")
 _LINE_LABEL = re.compile(
-    r"^[ \t]*(?:[-*\u2022\u00b7\u2013+][ \t]*|\d{1,2}[.)][ \t]+)?[^\W\d_][^\s:.;,]*(?:[ \t]+[^\s:.;,]+){0,4}[ \t]*:(?=\s)",
+    r"^[ \t]*(?:[-*\u2022\u00b7\u2013+][ \t]*|\d{1,2}[.)][ \t]+)?[^\W\d_][^\s:.;,]*(?:[ \t]+[^\s:.;,]+){0,4}"
+    r"(?:[ \t]+(?:vom|am|from|on|of|del|de|du|le|van|op)[ \t]+\d{1,2}[./]\d{1,2}[./]\d{2,4})?[ \t]*:(?=\s)",
     re.MULTILINE,
 )
 # a list marker at the start of a line: a bullet, or an item number ("2.", "3)")

@@ -6,7 +6,9 @@ delay" with the cue inside: such a cue governs the span when nothing but light w
 (stop words, "patient", ...) of the span lies before the cue's reach. A section with a
 status (past history -> historical, family history -> family) governs what it holds unless
 a cue of that status already does, or a cue whose rule ``cancels_section`` that status
-("currently", "aktuell") governs the span. One label per span by :data:`~.rules.PRECEDENCE`.
+("currently", "aktuell") governs the span; an exception cue (``metadata.cancels``: "bis auf",
+"except for") lifts the statuses it names, cues' and section's. One label per span by
+:data:`~.rules.PRECEDENCE`.
 """
 from bisect import bisect_left, bisect_right
 from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
@@ -71,6 +73,7 @@ class AssertionEngine:
         last = max(bisect_left(unit_starts, target.end) - 1, first)
         governing: Dict[str, List[Any]] = {}
         cancelled: Set[str] = set()  # section statuses a governing cue lifts ("now", "aktuell")
+        excepted: Set[str] = set()  # statuses an exception cue lifts ("bis auf", "except for")
         seen = set()
         for u in range(first, last + 1):
             for modifier in per_unit[u].near(target.start, target.end):
@@ -80,11 +83,16 @@ class AssertionEngine:
                 if modifier.direction in ("TERMINATE", "PSEUDO"):
                     continue
                 label, lifts = _label_for(modifier, target), _cancels_section(modifier)
-                if (label is None and not lifts) or not self._governs(modifier, target):
+                drops = _cancels(modifier)
+                if (label is None and not lifts and not drops) or not self._governs(modifier, target):
                     continue
                 cancelled.update(lifts)
+                excepted.update(drops)
                 if label is not None:
                     governing.setdefault(label, []).append(modifier)
+        for label in excepted:
+            governing.pop(label, None)
+        cancelled.update(excepted)
         section = layout.section_at(target.start)
         if section is not None and section.label and section.label not in governing and section.label not in cancelled:
             governing[section.label] = [section]
@@ -188,6 +196,15 @@ def _cancels_section(modifier: Any) -> Tuple[str, ...]:
     section's status goes; a cue of the same status still holds."""
     metadata = getattr(modifier.rule, "metadata", None) or {}
     names = metadata.get("cancels_section") if isinstance(metadata, dict) else None
+    return tuple(n for n in names if n in PRECEDENCE) if isinstance(names, list) else ()
+
+
+def _cancels(modifier: Any) -> Tuple[str, ...]:
+    """The statuses an exception cue lifts from what it governs, cues' and section's alike (a
+    rule's ``metadata.cancels``): in "Neurologisch bis auf einen leichten Tremor unauffällig" the
+    tremor is the exception to "unauffällig", so it is not ``normal``."""
+    metadata = getattr(modifier.rule, "metadata", None) or {}
+    names = metadata.get("cancels") if isinstance(metadata, dict) else None
     return tuple(n for n in names if n in PRECEDENCE) if isinstance(names, list) else ()
 
 

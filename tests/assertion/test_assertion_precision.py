@@ -70,7 +70,7 @@ POST_NEGATION = [
     ("en", "Rash, possibly viral rather than allergic.", "allergic", "uncertain"),
     ("en", "The rash is viral rather than allergic.", "allergic", "negated"),
     ("de", "Lymphknoten nicht vergrößert.", "Lymphknoten", "negated"),
-    ("de", "Der HIV-Test war negativ.", "HIV-Test", "negated"),
+    ("de", "Der HIV-Test war negativ.", "HIV-Test", "normal"),  # round 3: a test reported negative is normal
     ("de", "Fettgewebsimbibierung ohne Nekrose.", "Nekrose", "negated"),
     ("es", "Ganglios no aumentados de tamaño.", "Ganglios", "negated"),
     ("es", "Serología VIH negativa.", "Serología VIH", "negated"),
