@@ -60,6 +60,14 @@ def blank_with(factory, lang="en", sentencizer=False, **config):
     return nlp
 
 
+def pipeline_config(*factories, lang="en"):
+    """The [nlp] and [components] sections of a config whose components are named after their
+    factories, in this order (a test appends what else it needs)."""
+    names = ", ".join(f'"{factory}"' for factory in factories)
+    sections = "".join(f'\n[components.{factory}]\nfactory = "{factory}"\n' for factory in factories)
+    return f'[nlp]\nlang = "{lang}"\npipeline = [{names}]\n\n[components]\n{sections}'
+
+
 def requires_shared_data():
     return pytest.mark.skipif(not GSC_DIR.is_dir(), reason=SHARED_REASON)
 

@@ -9,7 +9,7 @@ import spacy
 from spacy_clinchunk import resources_io
 from spacy_clinchunk.resources_io import SUPPORTED_LANGUAGES, ResourceError, resource_path, resource_root
 
-from conftest import chunk_texts
+from conftest import chunk_texts, pipeline_config
 
 WORD_LISTS = (
     "abbreviations",
@@ -143,19 +143,7 @@ def test_registered_resource_list():
 
 
 # -- word lists through initialize: [initialize.components.<name>.resources] -----------------
-INIT_CONFIG = """
-[nlp]
-lang = "en"
-pipeline = ["clin_conj_splitter","clin_cleaner"]
-
-[components]
-
-[components.clin_conj_splitter]
-factory = "clin_conj_splitter"
-
-[components.clin_cleaner]
-factory = "clin_cleaner"
-
+INIT_CONFIG = pipeline_config("clin_conj_splitter", "clin_cleaner") + """
 [initialize]
 
 [initialize.components]

@@ -343,6 +343,12 @@ def _copy(value: Any) -> Any:
     return list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
 
 
+def factory_settings(values: Dict[str, Any]) -> Dict[str, Any]:
+    """A factory's settings from its ``locals()`` (taken on its first line): its signature is the
+    one typed list of them, which spaCy validates; the component takes them by name."""
+    return {key: value for key, value in values.items() if key not in ("nlp", "name")}
+
+
 def require_extra(nlp: Language, extra: str) -> None:
     """Record in ``nlp.meta["requirements"]`` that this pipeline needs ``spacy-clinchunk[extra]``.
 

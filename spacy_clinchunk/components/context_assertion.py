@@ -52,7 +52,7 @@ from ..resources_io import (
     resolve_language,
     resolve_override,
 )
-from .base import json_from_bytes, json_from_disk, json_to_bytes, json_to_disk, require_extra
+from .base import factory_settings, json_from_bytes, json_from_disk, json_to_bytes, json_to_disk, require_extra
 from .settings import PositiveInt, SettingError
 
 try:  # spaCy validates with pydantic's v1 API under both pydantic generations
@@ -108,19 +108,9 @@ def make_context_assertion(
     sections_key: Optional[str],
     scorer: Optional[Callable],
 ):
+    settings = factory_settings(locals())
     require_extra(nlp, "context")
-    return ContextAssertion(
-        nlp,
-        name,
-        span_keys=span_keys,
-        language=language,
-        rules=rules,
-        include_default_rules=include_default_rules,
-        max_scope=max_scope,
-        extension_prefix=extension_prefix,
-        sections_key=sections_key,
-        scorer=scorer,
-    )
+    return ContextAssertion(nlp, name, **settings)
 
 
 class ContextAssertion(Pipe):

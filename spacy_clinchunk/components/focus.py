@@ -44,7 +44,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .. import attrs
-from .base import ChunkRefiner, refiner_factory
+from .base import ChunkRefiner, factory_settings, refiner_factory
 from .coordination import CoordinationRules
 from .phrases import PhrasePattern, phrase_regex, reversed_phrase_regex  # noqa: F401  (phrase_regex: also for clin_concept_focus)
 from ..resources_io import Override
@@ -104,23 +104,12 @@ def make_focus(
     pieces_key: Optional[str],
     spans_key: str, language: Optional[str], overrides: Dict[str, Override],  # every refiner's
 ) -> "ClinFocus":
+    settings = factory_settings(locals())
     if spans_key == focus_key:
         raise SettingError(f"{name}: spans_key and focus_key must differ (both '{spans_key}')")
     if pieces_key in (spans_key, focus_key):
         raise SettingError(f"{name}: pieces_key ('{pieces_key}') must differ from spans_key and focus_key")
-    return ClinFocus(
-        nlp, name, spans_key=spans_key, language=language, overrides=overrides,
-        focus_key=focus_key,
-        min_focus_chars=min_focus_chars,
-        trim_negation=trim_negation,
-        distributive=distributive,
-        max_conjuncts=max_conjuncts,
-        min_conjunct_words=min_conjunct_words,
-        head_extras=head_extras,
-        segment_min_words=segment_min_words,
-        trim_counts=trim_counts,
-        pieces_key=pieces_key,
-    )
+    return ClinFocus(nlp, name, **settings)
 
 
 class ClinFocus(ChunkRefiner):

@@ -34,7 +34,7 @@ from ..llm.prompt import PromptTemplate, read_prompt
 from ..llm.scheduler import Breaker, CallPool, DocWork, Job, ask, in_order, sum_usage
 from ..llm import tokens as llm_tokens  # tiktoken itself loads on first use
 from ..llm.windows import content_id, window_of
-from .base import json_from_bytes, json_from_disk, json_to_bytes, json_to_disk, require_extra
+from .base import factory_settings, json_from_bytes, json_from_disk, json_to_bytes, json_to_disk, require_extra
 from .settings import SettingError
 
 __all__ = ["LLMContext", "LLMContextError", "clean_context", "make_llm_context", "sum_usage"]
@@ -94,6 +94,7 @@ def make_llm_context(
     strict: bool,
     overwrite: bool,
 ):
+    settings = factory_settings(locals())
     if windows.chunk_overlap >= windows.chunk_size:
         raise SettingError(
             f"{name}: chunk_overlap ({windows.chunk_overlap}) must be less than chunk_size ({windows.chunk_size})"
@@ -105,48 +106,34 @@ def make_llm_context(
     if fallback is not None and not hasattr(fallback, "describe"):
         raise SettingError(f"{name}: fallback must be a context builder such as spacy_clinchunk.HeuristicContext.v1")
     require_extra(nlp, "llm")
-    return LLMContext(
-        nlp, name, spans_key=spans_key, chunks_key=chunks_key, focus_key=focus_key, windows=windows, task=task,
-        model=model, fallback=fallback, cache=cache, scheduler=scheduler, strict=strict, overwrite=overwrite,
-    )
+    return LLMContext(nlp, name, **settings)
 
 
 class LLMContext(Pipe):
-    """Token windows with LLM-written context (Anthropic's Contextual Retrieval)."""
+    """Token windows with LLM-written context (Anthropic's Contextual Retrieval).
 
-    def __init__(
-        self,
-        nlp: Language,
-        name: str,
-        *,
-        spans_key: str,
-        chunks_key: Optional[str],
-        focus_key: Optional[str],
-        windows: TokenWindows,
-        task: ContextTask,
-        model: Any,
-        fallback: Optional[Any],
-        cache: Optional[Any],
-        scheduler: CallScheduler,
-        strict: bool,
-        overwrite: bool,
-    ) -> None:
+    Built by :func:`make_llm_context`, whose signature is the typed list of its settings
+    (spaCy validates them there); the component takes them by name.
+    """
+
+    def __init__(self, nlp: Language, name: str, **settings: Any) -> None:
         attrs.register_extensions()
         self.name = name
-        self.spans_key = spans_key
-        self.chunks_key = chunks_key  # clause chunks that get their window's context (None: windows only)
+        self.spans_key: str = settings["spans_key"]
+        self.chunks_key: Optional[str] = settings["chunks_key"]  # clause chunks that get their window's context (None: windows only)
         # focus spans of those chunks (clin_focus_of) get their chunk's context; not ``focus_key``:
         # the resolver reads that attribute as a group the component writes
-        self.focus_group = focus_key
-        self.windows = windows  # the slots: registered, versioned parts (llm.parts)
-        self.task = task
-        self.model = model
-        self.fallback = fallback
-        self.cache = cache
-        self.scheduler = scheduler
-        self.strict = strict
-        self.overwrite = overwrite
-        self.answers = AnswerCache(cache, name)
+        self.focus_group: Optional[str] = settings["focus_key"]
+        # the slots: registered, versioned parts (llm.parts)
+        self.windows: TokenWindows = settings["windows"]
+        self.task: ContextTask = settings["task"]
+        self.model: Any = settings["model"]
+        self.fallback: Optional[Any] = settings["fallback"]
+        self.cache: Optional[Any] = settings["cache"]
+        self.scheduler: CallScheduler = settings["scheduler"]
+        self.strict: bool = settings["strict"]
+        self.overwrite: bool = settings["overwrite"]
+        self.answers = AnswerCache(self.cache, name)
         self._prompt: Optional[PromptTemplate] = None
 
     # -- data: the prompt template ------------------------------------------------

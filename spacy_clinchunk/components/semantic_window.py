@@ -30,7 +30,7 @@ from spacy.tokens import Doc
 from spacy import util
 from spacy.util import minibatch
 
-from .base import ChunkRefiner, WordLists, refiner_factory, require_extra
+from .base import ChunkRefiner, WordLists, factory_settings, refiner_factory, require_extra
 from ..embed.embedders import DEFAULT_MODEL, Embedder
 from ..resources_io import Override
 from ..spans import Range, current_ranges, normalize_word, write_group
@@ -86,26 +86,13 @@ def make_semantic_window(
     only_over: Optional[PositiveInt],
     spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
+    settings = factory_settings(locals())
     if step_size > window_size:
         raise SettingError(f"{name}: step_size ({step_size}) must not exceed window_size ({window_size})")
     if getattr(embedder, "reads_docs", False) and mode != "pooled":
         raise SettingError(f'{name}: the embedder {embedder.name} gives token vectors only; set mode = "pooled"')
     require_extra(nlp, "embed")
-    return SemanticWindow(
-        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
-        embedder=embedder,
-        mode=mode,
-        window_size=window_size,
-        step_size=step_size,
-        threshold=threshold,
-        min_segment_words=min_segment_words,
-        split_at=split_at,
-        negation_merge=negation_merge,
-        negation_merge_max_words=negation_merge_max_words,
-        batch_size=batch_size,
-        save_model=save_model,
-        only_over=only_over,
-    )
+    return SemanticWindow(nlp, name, **settings)
 
 
 def _phrases(items: Iterable[str]) -> List[Tuple[str, ...]]:

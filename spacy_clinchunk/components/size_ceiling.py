@@ -50,7 +50,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from .base import ChunkRefiner, refiner_factory
+from .base import ChunkRefiner, factory_settings, refiner_factory
 from .coordination import COORDINATION_RESOURCES, rules_from_resources
 from ..resources_io import Override
 from ..spans import Range, TokenIndex, doc_text, normalize_word, ranges_to_spans, write_group
@@ -97,22 +97,14 @@ def make_size_ceiling(
     token_counter: Callable[[Sequence[str]], List[int]],
     spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
+    settings = factory_settings(locals())
     if punctuated_max_tokens and punctuated_max_tokens < max_tokens:
         raise SettingError(
             f"{name}: punctuated_max_tokens ({punctuated_max_tokens}) must be 0 (off) or at least max_tokens ({max_tokens})"
         )
     if pieces_key == spans_key:
         raise SettingError(f"{name}: pieces_key and spans_key must differ (both '{spans_key}')")
-    return SizeCeiling(
-        nlp, name, spans_key=spans_key, language=language, overrides=overrides, scorer=scorer,
-        max_tokens=max_tokens,
-        punctuated_max_tokens=punctuated_max_tokens,
-        punctuation_window=punctuation_window,
-        punctuated_every=punctuated_every,
-        sentence_starts=sentence_starts,
-        pieces_key=pieces_key,
-        token_counter=token_counter,
-    )
+    return SizeCeiling(nlp, name, **settings)
 
 
 def _phrase_table(items: Iterable[str]) -> Phrases:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import spacy
 
+from assertion_helpers import concept_pipeline
 from cli_helpers import run_cli
 from conftest import ROOT
 from spacy_clinchunk.assertion.language import detect_language
@@ -36,16 +37,7 @@ def _cases():
     return rows
 
 
-_NLPS = {}
-
-
-def auto_nlp(tokenizer_lang):
-    if tokenizer_lang not in _NLPS:
-        nlp = spacy.blank(tokenizer_lang)
-        nlp.add_pipe("sentencizer")
-        nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})  # language: "auto", the default
-        _NLPS[tokenizer_lang] = nlp
-    return _NLPS[tokenizer_lang]
+auto_nlp = concept_pipeline  # blank(lang) + sentencizer + clin_context_assertion (language auto), one per language
 
 
 def concept_doc(nlp, text, concept):

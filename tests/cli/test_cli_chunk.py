@@ -15,7 +15,7 @@ import pytest
 import spacy
 
 from cli_helpers import run_cli
-from conftest import CONFIG_DIR, EXAMPLE_NOTE, ROOT
+from conftest import CONFIG_DIR, EXAMPLE_NOTE, ROOT, pipeline_config
 from spacy_clinchunk.pipeline import load_pipeline as load_nlp
 from spacy_clinchunk.pipeline import strategies
 
@@ -436,19 +436,7 @@ def test_first_chunk_only(doc):
     doc.spans["clin_chunks"] = list(doc.spans["clin_chunks"])[:1]
     return doc
 '''
-CODE_CONFIG = """
-[nlp]
-lang = "en"
-pipeline = ["clin_conj_splitter", "test_first_chunk_only"]
-
-[components]
-
-[components.clin_conj_splitter]
-factory = "clin_conj_splitter"
-
-[components.test_first_chunk_only]
-factory = "test_first_chunk_only"
-"""
+CODE_CONFIG = pipeline_config("clin_conj_splitter", "test_first_chunk_only")
 
 
 @pytest.fixture

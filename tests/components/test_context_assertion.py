@@ -16,6 +16,7 @@ from spacy_clinchunk.assertion.rules import PRECEDENCE, ContextRulesError, conte
 from spacy_clinchunk.components.context_assertion import FACTORY
 from spacy_clinchunk.pipeline import PipelineError, load_pipeline
 
+from assertion_helpers import concept_pipeline
 from conftest import EXAMPLE_NOTE, ROOT
 
 LANGS = ("en", "de", "es", "fr", "nl")
@@ -29,16 +30,7 @@ def chunk_nlp():
     return nlp
 
 
-_CONCEPT_NLPS = {}
-
-
-def concept_nlp(lang):
-    if lang not in _CONCEPT_NLPS:
-        nlp = spacy.blank(lang)
-        nlp.add_pipe("sentencizer")
-        nlp.add_pipe(FACTORY, config={"span_keys": [KEY]})
-        _CONCEPT_NLPS[lang] = nlp
-    return _CONCEPT_NLPS[lang]
+concept_nlp = concept_pipeline  # blank(lang) + sentencizer + clin_context_assertion, one per language
 
 
 def assert_concept(lang, text, concept, expected):
