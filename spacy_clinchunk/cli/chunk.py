@@ -34,10 +34,15 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--index",
-        choices=("chunks", "focus"),
+        choices=("chunks", "focus", "blocks"),
         default=None,
-        help="records | parquet | hf: one record per chunk (default) or per focus span of clin_focus, "
-        "each with its chunk's id (parent_id)",
+        help="records | parquet | hf: one record per chunk (default; parent_id: its section block), per focus "
+        "span of clin_focus (parent_id: its chunk) or per section block (the passage an LLM reads)",
+    )
+    parser.add_argument(
+        "--keep-headers",
+        action="store_true",
+        help="records | parquet | hf: keep section-header chunks (is_header: true), left out by default",
     )
     parser.add_argument(
         "--output", "-o", default=None, help="write here instead of stdout (with --engine: the output directory)"
@@ -197,7 +202,8 @@ def _writer(args: argparse.Namespace, output: PendingOutput, resolved):
     if args.format == "table":
         return None
     try:
-        return open_writer(args.format, output.path if output.path is not None else output.stream, resolved, args.index or "chunks")
+        target = output.path if output.path is not None else output.stream
+        return open_writer(args.format, target, resolved, args.index or "chunks", args.keep_headers)
     except (RecordError, OSError) as err:
         raise CLIError(str(err)) from err
 
@@ -232,6 +238,8 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         raise CLIError("corpus runs write files: --format jsonl | docbin | records | parquet | hf, not table")
     if args.paths == ["-"] or "-" in args.paths:
         raise CLIError("corpus runs read files, directories or globs, not stdin")
+    if args.keep_headers:  # corpus shards leave headers out (issue 42: corpus runs are another change)
+        raise CLIError("--keep-headers is not available with --engine yet: corpus records leave headers out")
     _input_files(args.paths)
     workers = args.workers if args.workers is not None else (2 if args.engine == "ray" else 1)
     options = CorpusOptions(

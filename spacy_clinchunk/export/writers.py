@@ -11,7 +11,7 @@ format      what is written                                        target
 ==========  =====================================================  ===========================
 jsonl       one JSON line per document (``index="doc"`` records)   a text stream or a file
 docbin      the docs themselves (spans, extension values): DocBin  a binary file
-records     one JSON line per chunk (or focus span)                a text stream or a file
+records     one JSON line per chunk (or focus span, or block)      a text stream or a file
 parquet     one row per chunk (or focus span), row group per doc   a file
 hf          a Hugging Face dataset (``save_to_disk``)              a directory
 ==========  =====================================================  ===========================
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any, Dict, Iterable, List, Optional, Union
 
 from ..fileio import make_private, open_private
-from .records import RecordError, RecordPlan, arrow_schema, flat_row, record_json, records_of, to_arrow, _dataset
+from .records import RecordError, RecordPlan, arrow_schema, flat_row, indexed, record_json, records_of, to_arrow, _dataset
 
 Target = Union[str, Path, IO[Any], None]
 
@@ -44,9 +44,10 @@ class Writer:
     binary = False
     to_path = False
 
-    def __init__(self, target: Target, plan: Any = None, index: str = "chunks") -> None:
+    def __init__(self, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False) -> None:
         self.plan = plan if plan is not None else RecordPlan()
         self.index = index
+        self.keep_headers = keep_headers
         self._own = False
         if self.to_path:
             if target is None or hasattr(target, "write"):
@@ -75,7 +76,8 @@ class Writer:
             self.out.close()
 
     def records(self, doc: Any, doc_id: str) -> List[Dict[str, Any]]:
-        return records_of(doc, self.plan, index=self.index, doc_id=doc_id)
+        """The flat records written for ``doc``: section headers left out unless ``keep_headers``."""
+        return list(indexed(records_of(doc, self.plan, index=self.index, doc_id=doc_id), self.keep_headers))
 
 
 class DocumentLines(Writer):
@@ -103,12 +105,12 @@ class DocBinFile(Writer):
     suffix = ".spacy"
     binary = True
 
-    def __init__(self, target: Target, plan: Any = None, index: str = "chunks") -> None:
+    def __init__(self, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False) -> None:
         from spacy.tokens import DocBin
 
         if target is None or hasattr(target, "encoding"):  # stdout, or another text stream
             raise RecordError("--format docbin needs --output FILE.spacy")
-        super().__init__(target, plan, index)
+        super().__init__(target, plan, index, keep_headers)
         self.docbin = DocBin(store_user_data=True)
 
     def add(self, doc: Any, doc_id: str) -> int:
@@ -196,11 +198,12 @@ WRITERS: Dict[str, type] = {
 RECORD_FORMATS = ("records", "parquet", "hf")
 
 
-def open_writer(fmt: str, target: Target, plan: Any = None, index: str = "chunks") -> Writer:
-    """A writer of ``fmt`` (a key of :data:`WRITERS`) on ``target``."""
+def open_writer(fmt: str, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False) -> Writer:
+    """A writer of ``fmt`` (a key of :data:`WRITERS`) on ``target``; the flat formats leave section
+    headers out unless ``keep_headers``."""
     if fmt not in WRITERS:
         raise RecordError(f"unknown format '{fmt}'; known: {', '.join(WRITERS)}")
-    return WRITERS[fmt](target, plan, index)
+    return WRITERS[fmt](target, plan, index, keep_headers)
 
 
 def write_records(
@@ -213,6 +216,7 @@ def write_records(
     focus_key: Optional[str] = None,
     dedupe: bool = False,
     pipeline: Any = None,
+    keep_headers: bool = False,
 ) -> int:
     """Write ``docs`` in ``fmt`` to ``target``; returns the number of records written (documents
     for ``jsonl`` and ``docbin``). Groups and fields: ``pipeline`` (a ``ResolvedPipeline``) or
@@ -223,7 +227,7 @@ def write_records(
     plan = pipeline if pipeline is not None else RecordPlan()
     if spans_key or focus_key:
         plan = RecordPlan(spans_key or plan.chunks_key, focus_key or plan.focus_key, plan.fields)
-    writer, ids, written = open_writer(fmt, target, plan, index), DocumentIds(dedupe), 0
+    writer, ids, written = open_writer(fmt, target, plan, index, keep_headers), DocumentIds(dedupe), 0
     try:
         for doc in docs:  # one document at a time: Parquet writes a row group per document
             doc_id = ids.take(doc)

@@ -204,7 +204,7 @@ def test_flagship_records_carry_assertion_cues_section_and_focus(flagship_docs, 
     assert [r["focus"] for r in chunk_records(_doc(nlp))] == [[] for _ in records]  # no clin_focus: empty lists
     assert any(r["focus"] for r in records) and any(r["section"] for r in records)
     for record in records:
-        assert record["parent_id"] is None and "focus_ids" not in record["attributes"]
+        assert record["parent_id"] == record["block_id"] and not {"focus_ids", "focus_of"} & set(record["attributes"])
         for focus in record["focus"]:
             assert list(focus) == ["start", "end", "text"] and NOTE[focus["start"] : focus["end"]] == focus["text"]
             assert record["start"] <= focus["start"] < focus["end"] <= record["end"]
