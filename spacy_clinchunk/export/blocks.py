@@ -18,13 +18,15 @@ the embedder's wordpieces that loads no tokenizer; ``EmbedderTokenCounter.v1`` c
 Header labels ("FAMILY HISTORY" of "FAMILY HISTORY:", "Heart" of "Heart: regular") come from
 the header scanner the assertion component segments the note with
 (:func:`~spacy_clinchunk.assertion.layout.scan_headers`, with that component's section table),
-so a chunk is a header by the same rule that keeps header words from being cues. Without such a
-component, the labels are the headers of ``clin_sections`` (up to its colon or line break).
+so a chunk is a header by the same rule that keeps header words from being cues (without the
+pipeline at hand, with the shipped table of the doc's language; without one, the labels are
+the headers of ``clin_sections``, up to a colon or line break).
 """
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
@@ -32,6 +34,7 @@ from spacy.tokens import Doc, Span
 
 from .. import attrs
 from ..assertion.layout import scan_headers
+from ..assertion.sections import SectionTable, section_data
 from ..components.token_counters import DEFAULT_BLOCK_TOKENS, WordpieceEstimate
 
 Range = Tuple[int, int]
@@ -219,14 +222,24 @@ def header_ranges(doc: Doc, text: str, nlp: Any = None) -> List[Range]:
 
 
 def _section_table(doc: Doc, nlp: Any) -> Any:
-    """The section table of the first pipe of ``nlp`` that assesses with one (``engine_for``),
-    for the language it applied to ``doc``."""
+    """The section table the doc's headers are read with: that of the first pipe of ``nlp`` that
+    assesses with one (``engine_for``: a pipeline's own section data), else the shipped table
+    of the language the doc was assessed in (``Doc._.clin_language``, else its ``lang_``), so a
+    doc read back from a DocBin flags the same headers; ``None`` for a language without one."""
+    lang = doc._.get(attrs.ext("language")) if Doc.has_extension(attrs.ext("language")) else None
     for _, pipe in getattr(nlp, "pipeline", ()):
         engine_for = getattr(pipe, "engine_for", None)
         if callable(engine_for):
-            lang = doc._.get(attrs.ext("language")) if Doc.has_extension(attrs.ext("language")) else None
             return engine_for(lang or pipe.lang).sections
-    return None
+    return _shipped_table(str(lang or doc.lang_))
+
+
+@lru_cache(maxsize=None)
+def _shipped_table(lang: str) -> Optional[SectionTable]:
+    try:
+        return SectionTable(section_data(lang))
+    except (OSError, ValueError, KeyError):  # no shipped section data for this language
+        return None
 
 
 def passage_id(doc_id: str, kind: str, passage: Passage) -> str:

@@ -143,3 +143,14 @@ def test_the_cli_indexes_blocks_and_keeps_headers_on_request(tmp_path):
     chunks, kept = run(), run("--keep-headers")
     assert not any(r["is_header"] for r in chunks) and len(kept) - len(chunks) == 5
     assert {r["block_id"] for r in chunks} <= {b["id"] for b in blocks}
+
+
+def test_headers_are_the_same_with_or_without_the_pipeline_at_hand(resolved, doc):
+    """A doc read back from a DocBin (records by keywords, no ``nlp``) flags the same headers."""
+    from spacy.tokens import DocBin
+
+    from spacy_clinchunk.export.records import chunk_records
+
+    again = list(DocBin(docs=[doc], store_user_data=True).get_docs(resolved.nlp.vocab))[0]
+    assert [r["is_header"] for r in chunk_records(again)] == [r["is_header"] for r in records_of(doc, resolved)]
+    assert [r["block_id"] for r in chunk_records(again)] == [r["block_id"] for r in records_of(doc, resolved)]
