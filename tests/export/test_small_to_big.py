@@ -152,7 +152,9 @@ def test_llama_index_sentence_window_and_combined_filters(llama_index):
 
     _, _, _, index = llama_index
     found = index.as_retriever(similarity_top_k=1).retrieve(QUERY)
+    chunk = found[0].node.text  # the postprocessor replaces the text in place
     replaced = MetadataReplacementPostProcessor(target_metadata_key="window").postprocess_nodes(found)
+    assert chunk == "mother had breast cancer"
     assert found[0].node.metadata["sentence_text"] == replaced[0].node.get_content()
     assert replaced[0].node.get_content() == "FAMILY HISTORY:\nHer mother had breast cancer."
 
