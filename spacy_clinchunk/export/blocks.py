@@ -28,7 +28,7 @@ import re
 from bisect import bisect_right
 from functools import lru_cache
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc, Span
 
@@ -245,3 +245,16 @@ def _shipped_table(lang: str) -> Optional[SectionTable]:
 def passage_id(doc_id: str, kind: str, passage: Passage) -> str:
     """Stable id of a sentence or block: ``<doc id>:<kind>:<start>-<end>`` (never a chunk's id)."""
     return f"{doc_id}:{kind}:{passage.start}-{passage.end}"
+
+
+def passage_fields(doc_id: str, text: str, kind: str, passage: Optional[Passage]) -> Dict[str, Any]:
+    """``<kind>_id``, ``_start``, ``_end``, ``_text`` of a record's sentence or block (all ``None``
+    when there is none: a pipeline that sets no sentences)."""
+    if passage is None:
+        return {f"{kind}_{part}": None for part in ("id", "start", "end", "text")}
+    return {
+        f"{kind}_id": passage_id(doc_id, kind, passage),
+        f"{kind}_start": passage.start,
+        f"{kind}_end": passage.end,
+        f"{kind}_text": text[passage.start:passage.end],
+    }

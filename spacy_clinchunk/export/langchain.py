@@ -110,7 +110,8 @@ class ClinChunkTextSplitter(TextSplitter):
                     metadata["text"] = record["text"]  # the chunk itself, for citation
                 out.append(Document(page_content=content, metadata=metadata, id=record["id"]))
             for block in blocks:
-                metadata = {**adapter_metadata(block, meta), "start_index": block["start"]}
+                metadata = {k: v for k, v in adapter_metadata(block, meta).items() if k != "block_text"}  # = page_content
+                metadata["start_index"] = block["start"]
                 parents.append(Document(page_content=block["text"], metadata=metadata, id=block["id"]))  # type: ignore[union-attr]
         return out
 

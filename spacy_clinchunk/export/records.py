@@ -24,7 +24,7 @@ from spacy.tokens import Doc, Span
 
 from .. import attrs
 from ..spans import doc_text
-from .blocks import DEFAULT_BLOCK_TOKENS, Passage, Passages, passage_id, passages_of
+from .blocks import DEFAULT_BLOCK_TOKENS, Passage, Passages, passage_fields, passages_of
 from .host_values import has_host_sections, host_section, plain_value, section_name
 from .ids import DocumentIds, document_id, record_ids
 
@@ -200,19 +200,6 @@ def status_flags(assertion: Optional[str], statuses: Any) -> Dict[str, Optional[
     return {flag: flag in governing for flag in attrs.ASSERTION_FLAGS}
 
 
-def passage_fields(context: _Context, kind: str, passage: Optional[Passage]) -> Dict[str, Any]:
-    """``<kind>_id``, ``_start``, ``_end``, ``_text`` of a record's sentence or block (``None``
-    when there is none: a pipeline that sets no sentences)."""
-    if passage is None:
-        return {f"{kind}_{part}": None for part in ("id", "start", "end", "text")}
-    return {
-        f"{kind}_id": passage_id(context.doc_id, kind, passage),
-        f"{kind}_start": passage.start,
-        f"{kind}_end": passage.end,
-        f"{kind}_text": context.text[passage.start:passage.end],
-    }
-
-
 def _records(context: _Context, spans_key, spans, ids, extensions, parents, focus_links) -> List[Dict[str, Any]]:
     doc, text, passages = context.doc, context.text, context.passages
     sectioned = has_host_sections(doc)
@@ -223,8 +210,8 @@ def _records(context: _Context, spans_key, spans, ids, extensions, parents, focu
         host_category, host_title = host_section(span) if sectioned else (None, None)
         start, end = span.start_char, span.end_char
         block = passages.block_at(start)
-        sentence = passage_fields(context, "sentence", passages.sentence_at(start))
-        block_fields = passage_fields(context, "block", block)
+        sentence = passage_fields(context.doc_id, text, "sentence", passages.sentence_at(start))
+        block_fields = passage_fields(context.doc_id, text, "block", block)
         assertion = set_values.get("assertion")
         records.append(
             {
@@ -258,7 +245,7 @@ def _records(context: _Context, spans_key, spans, ids, extensions, parents, focu
 
 def _block_record(context: _Context, number: int, block: Passage) -> Dict[str, Any]:
     """The record of one section block: what the LLM reads for the chunks inside it."""
-    fields = passage_fields(context, "block", block)
+    fields = passage_fields(context.doc_id, context.text, "block", block)
     record: Dict[str, Any] = {name: None for name in RECORD_FIELDS}
     record.update(fields)
     record.update(
@@ -424,10 +411,12 @@ def to_arrow(records: Iterable[Dict[str, Any]]):
 
 
 def to_dataset(docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks",
-               focus_key: str = attrs.FOCUS_KEY):
-    """A Hugging Face ``datasets.Dataset`` with one row per chunk (or focus span: ``index="focus"``),
-    columns :data:`RECORD_FIELDS`."""
-    rows = [flat_row(r) for r in iter_records(docs, spans_key, index=index, focus_key=focus_key)]
+               focus_key: str = attrs.FOCUS_KEY, keep_headers: bool = False):
+    """A Hugging Face ``datasets.Dataset`` with one row per chunk (or focus span: ``index="focus"``;
+    block: ``"blocks"``), columns :data:`RECORD_FIELDS`; headers left out unless ``keep_headers``,
+    as the ``hf`` writer does."""
+    records = iter_records(docs, spans_key, index=index, focus_key=focus_key)
+    rows = [flat_row(r) for r in indexed(records, keep_headers)]
     return _dataset(rows)
 
 

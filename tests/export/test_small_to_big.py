@@ -165,3 +165,15 @@ def test_llama_index_sentence_window_and_combined_filters(llama_index):
 
     assert retrieve("cancer", family=True, negated=False) == ["mother had breast cancer"]
     assert retrieve("asthma", historical=True, negated=False) == ["Asthma since childhood"]
+
+
+def test_llama_index_window_can_be_the_block_and_nothing_else():
+    from llama_index.core import Document
+
+    from spacy_clinchunk.export.llama_index import ClinChunkNodeParser
+
+    nodes = ClinChunkNodeParser("default", window="block").get_nodes_from_documents([Document(text=NOTE)])
+    assert nodes and all(n.metadata["window"] == n.metadata["block_text"] for n in nodes)
+    assert not any("parent_node" in n.relationships or n.parent_node for n in nodes)  # no blocks asked: no links
+    with pytest.raises(ValueError, match="window must be one of sentence, block"):
+        ClinChunkNodeParser("default", window="section")
