@@ -35,10 +35,15 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--index",
-        choices=("chunks", "focus"),
+        choices=("chunks", "focus", "blocks"),
         default=None,
-        help="records | parquet | hf: one record per chunk (default) or per focus span of clin_focus, "
-        "each with its chunk's id (parent_id)",
+        help="records | parquet | hf: one record per chunk (default; parent_id: its section block), per focus "
+        "span of clin_focus (parent_id: its chunk) or per section block (the passage an LLM reads)",
+    )
+    parser.add_argument(
+        "--keep-headers",
+        action="store_true",
+        help="records | parquet | hf: keep section-header chunks (is_header: true), left out by default",
     )
     parser.add_argument(
         "--output", "-o", default=None, help="write here instead of stdout (with --engine: the output directory)"
@@ -213,7 +218,8 @@ def _writer(args: argparse.Namespace, output: PendingOutput, resolved):
     if args.format == "table":
         return None
     try:
-        return open_writer(args.format, output.path if output.path is not None else output.stream, resolved, args.index or "chunks")
+        target = output.path if output.path is not None else output.stream
+        return open_writer(args.format, target, resolved, args.index or "chunks", args.keep_headers)
     except (RecordError, OSError) as err:
         raise CLIError(str(err)) from err
 
@@ -255,6 +261,7 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         batch_size=args.batch_size,
         fmt=args.format or "jsonl",
         index=args.index or "chunks",
+        keep_headers=bool(args.keep_headers),
         shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
         split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES,
         resume=not args.no_resume,

@@ -3,7 +3,8 @@
 Never splits inside abbreviations (per-language list plus dotted forms such as
 ``b.i.d.`` and initials ``A.B.``), numbers (``98.6``, ``1,5``), times, dates, or
 after a list enumerator at the start of a line. The punctuation that causes a split
-belongs to neither chunk. With ``keep_coordinated`` (off by default) a comma between
+belongs to neither chunk, nor does a separator glued to the word after a space
+(" ,FAMILY HISTORY", the line break of a flattened export). With ``keep_coordinated`` (off by default) a comma between
 short phrases sharing a word ("cleft lip, cleft palate") is kept (see
 :mod:`spacy_clinchunk.components.coordination`).
 """
@@ -20,7 +21,9 @@ from ..spans import Range, strip_range
 
 FACTORY = "clin_punct_splitter"
 
-_CANDIDATE = re.compile(r"[.,:;?!]+(?=\s|$)")
+# a run of punctuation before whitespace; or a separator glued to the next word after whitespace:
+# a flattened export's line break (" ,FAMILY HISTORY:", "Heart: ,Regular") separates, it opens no chunk
+_CANDIDATE = re.compile(r"[.,:;?!]+(?=\s|$)|(?<!\S)[,;:]+(?=\S)")
 _ENUMERATOR = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)]$")
 _ORDINAL = re.compile(r"^\d{1,4}\.$")
 # a two-letter abbreviation written with a space between its letters ("o. B.", "z. B.", "V. a.")

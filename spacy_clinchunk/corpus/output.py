@@ -63,6 +63,7 @@ class OutputSpec:
     config_hash: str
     file_mode: int = DEFAULT_FILE_MODE
     index: str = "chunks"
+    keep_headers: bool = False  # record formats: keep section headers (left out by default)
     # settings of the format's writer (``(("model", name),)`` of ``chroma``), as pairs: picklable
     settings: Tuple[Tuple[str, Any], ...] = ()
     # where the shards go beyond this directory (a Chroma store: ChromaTarget.store()); a shard
@@ -172,13 +173,14 @@ class ShardFiles:
         self.file = PendingShard(out.output_path(shard.name), out.file_mode, writer)
         self.plan = resolved.with_chunks(out.spans_key)
         try:
-            self.writer = writer(self.file.target, self.plan, out.index, **dict(out.settings))
+            self.writer = writer(self.file.target, self.plan, out.index, out.keep_headers, **dict(out.settings))
         except BaseException:
             self.file.abort()
             raise
         self.errors: List[Dict[str, Any]] = []
         self.docs = 0
         self.chunks = 0
+        self.records = 0  # what the writer wrote: a record format leaves section headers out
         self.seq = 0
         self.ids = DocumentIds()  # a repeated id within the shard becomes <id>#1, ...
 
@@ -202,7 +204,7 @@ class ShardFiles:
         """Write one document's record; ``None``, or the one-line reason it cannot be written
         (its error type and the serializer's first line: no note text)."""
         try:
-            self.writer.add(doc, doc_id)
+            self.records += self.writer.add(doc, doc_id)
         except (TypeError, ValueError, OverflowError) as err:
             return f"{type(err).__name__}: {first_line(err)}"
         key = self.plan.chunks_key
@@ -237,11 +239,12 @@ class ShardFiles:
             "fingerprint": self.fingerprint,
             "config_hash": self.out.config_hash,
             "format": self.out.fmt,
-            **({"index": self.out.index} if self.out.fmt in RECORD_FORMATS else {}),
+            **({"index": self.out.index, "keep_headers": self.out.keep_headers} if self.out.fmt in RECORD_FORMATS else {}),
             "output": self.out.output_path(self.shard.name).relative_to(root).as_posix(),
             "errors_file": errors_file.relative_to(root).as_posix() if self.errors else None,
             "docs": self.docs,
             "chunks": self.chunks,
+            "records": self.records,
             "errors": len(self.errors),
             # documents refused as binary (NUL bytes, control characters): inputs.binary_reason
             "refused": sum(1 for e in self.errors if e["error"].startswith(REFUSED)),
@@ -362,7 +365,9 @@ class CorpusOutput:
         entry = self.manifest["shards"].get(shard.name)
         if not entry or entry.get("config_hash") != self.spec.config_hash or entry.get("format") != self.spec.fmt:
             return False
-        if self.spec.fmt in RECORD_FORMATS and entry.get("index", "chunks") != self.spec.index:
+        if self.spec.fmt in RECORD_FORMATS and (entry.get("index", "chunks"), entry.get("keep_headers", False)) != (
+            self.spec.index, self.spec.keep_headers
+        ):
             return False
         if entry.get("fingerprint") != shard.fingerprint() or not self.spec.output_path(shard.name).exists():
             return False
@@ -393,6 +398,7 @@ class CorpusOutput:
             "shards": len(entries),
             "docs": sum(e["docs"] for e in entries),
             "chunks": sum(e["chunks"] for e in entries),
+            "records": sum(e.get("records", 0) for e in entries),
             "errors": sum(e["errors"] for e in entries),
             "refused": sum(e.get("refused", 0) for e in entries),
         }

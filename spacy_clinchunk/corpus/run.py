@@ -35,6 +35,7 @@ class CorpusOptions:
     batch_size: int = 64  # documents per nlp.pipe batch inside a worker
     fmt: str = "jsonl"  # output format: any of export.writers.WRITERS (jsonl, docbin, records, parquet, hf, chroma)
     index: str = "chunks"  # records | parquet | hf | chroma: one record per chunk, or per focus span ("focus")
+    keep_headers: bool = False  # record formats: keep section headers (left out of the records by default)
     spans_key: Optional[str] = None  # the group written out; None: the one the pipeline writes its chunks to
     shard_size: int = DEFAULT_SHARD_SIZE  # .txt files per shard
     split_bytes: int = DEFAULT_SPLIT_BYTES  # JSONL files larger than this are split into sub-shards
@@ -145,6 +146,7 @@ def run_corpus(
     target = chroma_target(opts, output_dir)
     out = OutputSpec(
         str(Path(output_dir).resolve()), opts.fmt, resolved.chunks_key, resolved.config_hash, opts.file_mode, opts.index,
+        keep_headers=opts.keep_headers,
         settings=(("model", opts.embed_model),) if target else (), store=tuple(target.store()) if target else None,
     )
     notes: List[str] = []

@@ -11,7 +11,7 @@ stays in ``metadata["text"]`` (only when it differs from ``page_content``) with 
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .vectorstores import adapter_metadata, chunk_texts_with_ids, embed_texts, offline_embedder, resolve_chunks
 
@@ -53,6 +53,12 @@ class ClinChunkTextSplitter(TextSplitter):
     with one line rather than silently ignored. ``index="focus"`` makes the Documents the chunks'
     focus spans (``clin_focus``), each with ``parent_id``. Two source Documents with the same
     id (or none, and the same text) get distinct chunk ids; ``dedupe=True`` drops the repeat.
+
+    Section headers are left out (``keep_headers=True`` keeps them); every chunk carries its
+    ``section_title``, the status booleans (``negated``, ``family``, ...) for metadata filters,
+    and its parents: ``sentence_*`` and ``block_*`` (id, offsets, text). A chunk's ``parent_id``
+    is its block's id, and :meth:`split_documents_with_parents` returns the blocks as Documents
+    too, for a docstore: the small-to-big (``ParentDocumentRetriever``) layout.
     """
 
     def __init__(
@@ -64,6 +70,7 @@ class ClinChunkTextSplitter(TextSplitter):
         focus_key: Optional[str] = None,
         page_content: str = "enriched",
         dedupe: bool = False,
+        keep_headers: bool = False,
         **kwargs: Any,
     ):
         if page_content not in PAGE_CONTENT:
@@ -76,32 +83,40 @@ class ClinChunkTextSplitter(TextSplitter):
         self.index = index
         self.page_content = page_content
         self.dedupe = dedupe
+        self.keep_headers = keep_headers
 
     def split_text(self, text: str) -> List[str]:
-        return [self._content(r) for records in self._records([(text, None, None)]) for r in records]
+        return [self._content(r) for records, _ in self._records([(text, None, None)]) for r in records]
 
     def create_documents(self, texts: List[str], metadatas: Optional[List[Dict[Any, Any]]] = None) -> List[Document]:
         metadatas = metadatas or [{} for _ in texts]
         return self._documents(texts, metadatas, [None] * len(texts))
 
     def split_documents(self, documents: Iterable[Document]) -> List[Document]:
-        documents = list(documents)
-        return self._documents(
-            [d.page_content for d in documents], [d.metadata for d in documents], [getattr(d, "id", None) for d in documents]
-        )
+        return self._documents(*_sources(documents))
+
+    def split_documents_with_parents(self, documents: Iterable[Document]) -> Tuple[List[Document], List[Document]]:
+        """(children, parents): the chunk Documents, each with ``parent_id`` (its block's id), and
+        the block Documents (``id`` = that ``parent_id``, ``page_content`` = the block text),
+        from one pass of the pipeline. Embed the children; keep the parents in a docstore."""
+        parents: List[Document] = []
+        children = self._documents(*_sources(documents), parents=parents)
+        return children, parents
 
     def _content(self, record: Dict[str, Any]) -> str:
         if self.page_content == "enriched" and record.get("enriched_text"):
             return record["enriched_text"]
         return record["text"]
 
-    def _documents(self, texts: List[str], metadatas: List[Dict[Any, Any]], ids: List[Optional[str]]) -> List[Document]:
+    def _documents(
+        self, texts: List[str], metadatas: List[Dict[Any, Any]], ids: List[Optional[str]], parents: Optional[List[Document]] = None,
+    ) -> List[Document]:
         items = [
             (text, _doc_id(meta, given), meta.get("source"))
             for text, meta, given in zip(texts, metadatas, ids)
         ]
         out: List[Document] = []
-        for meta, records in zip(metadatas, self._records(items)):
+        for meta, (records, blocks) in zip(metadatas, self._records(items, with_blocks=parents is not None)):
             for record in records:
                 content = self._content(record)
                 metadata = adapter_metadata(record, meta)
@@ -109,10 +124,23 @@ class ClinChunkTextSplitter(TextSplitter):
                 if content != record["text"]:
                     metadata["text"] = record["text"]  # the chunk itself, for citation
                 out.append(Document(page_content=content, metadata=metadata, id=record["id"]))
+            for block in blocks:
+                metadata = {k: v for k, v in adapter_metadata(block, meta).items() if k != "block_text"}  # = page_content
+                metadata["start_index"] = block["start"]
+                parents.append(Document(page_content=block["text"], metadata=metadata, id=block["id"]))  # type: ignore[union-attr]
         return out
 
-    def _records(self, items: List[Any]):
-        return chunk_texts_with_ids(self.resolved, items, self.batch_size, self.index, dedupe=self.dedupe)
+    def _records(self, items: List[Any], with_blocks: bool = False):
+        return chunk_texts_with_ids(
+            self.resolved, items, self.batch_size, self.index, dedupe=self.dedupe, keep_headers=self.keep_headers,
+            with_blocks=with_blocks,
+        )
+
+
+def _sources(documents: Iterable[Document]) -> Tuple[List[str], List[Dict[Any, Any]], List[Optional[str]]]:
+    """Texts, metadata and ids of source Documents."""
+    documents = list(documents)
+    return [d.page_content for d in documents], [d.metadata for d in documents], [getattr(d, "id", None) for d in documents]
 
 
 class ClinChunkEmbeddings(Embeddings):

@@ -10,7 +10,7 @@ metadata, so nothing is embedded twice.
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from .records import RECORD_FIELDS
 from .vectorstores import adapter_metadata, chunk_texts_with_ids, embed_texts, offline_embedder, resolve_chunks
@@ -18,7 +18,7 @@ from .vectorstores import adapter_metadata, chunk_texts_with_ids, embed_texts, o
 try:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.node_parser import NodeParser
-    from llama_index.core.schema import BaseNode, Document, NodeRelationship, TextNode
+    from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
     from pydantic import PrivateAttr
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError("spacy_clinchunk.export.llama_index needs `pip install spacy-clinchunk[llamaindex]`") from err
@@ -27,8 +27,11 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 # there) and out of the text shown to the LLM (it sees assertion, section and context)
 EMBEDDED_FIELDS = ("context",)
 SHOWN_TO_LLM = ("assertion", "section", "section_title", "context")
-_HIDDEN_FROM_EMBED = [f for f in RECORD_FIELDS if f not in EMBEDDED_FIELDS]
-_HIDDEN_FROM_LLM = [f for f in RECORD_FIELDS if f not in SHOWN_TO_LLM]
+# the passage MetadataReplacementPostProcessor puts in place of the node text (sentence or block)
+WINDOW = "window"
+WINDOWS = ("sentence", "block")
+_HIDDEN_FROM_EMBED = [f for f in (*RECORD_FIELDS, WINDOW) if f not in EMBEDDED_FIELDS]
+_HIDDEN_FROM_LLM = [f for f in (*RECORD_FIELDS, WINDOW) if f not in SHOWN_TO_LLM]
 
 
 class ClinChunkNodeParser(NodeParser):
@@ -40,6 +43,15 @@ class ClinChunkNodeParser(NodeParser):
     ``context``, ...; lists as lists, an unset field missing). ``index="focus"`` makes the
     nodes the chunks' focus spans (``clin_focus``), each with ``parent_id``. Documents with
     the same id (or none, and the same text) get distinct node ids; ``dedupe=True`` drops the repeat.
+
+    Small-to-big: every node has a ``window`` metadata field, the text of its sentence
+    (``window="sentence"``, the default; the chunk itself when the pipeline sets no sentences)
+    or of its section block (``window="block"``), for ``MetadataReplacementPostProcessor(
+    target_metadata_key="window")``. ``with_blocks=True`` also returns the section blocks as
+    nodes, each the PARENT of its chunks (and they its CHILD nodes), the layout
+    ``AutoMergingRetriever`` merges over (index the leaves, keep every node in the docstore).
+    Section headers are left out (``keep_headers=True`` keeps them); every chunk carries its
+    ``section_title`` and the status booleans (``negated``, ``family``, ...) for ``MetadataFilters``.
     """
 
     spans_key: Optional[str] = None
@@ -47,10 +59,15 @@ class ClinChunkNodeParser(NodeParser):
     index: str = "chunks"
     focus_key: Optional[str] = None
     dedupe: bool = False
+    keep_headers: bool = False
+    with_blocks: bool = False
+    window: str = "sentence"
     _resolved: Any = PrivateAttr()
 
     def __init__(self, pipeline: Any = "assertion", **kwargs: Any):
         super().__init__(**kwargs)
+        if self.window not in WINDOWS:
+            raise ValueError(f"window must be one of {', '.join(WINDOWS)}, not {self.window!r}")
         self._resolved = resolve_chunks(pipeline, self.spans_key, self.focus_key)
         self.spans_key, self.focus_key = self._resolved.chunks_key, self._resolved.focus_key
 
@@ -61,22 +78,27 @@ class ClinChunkNodeParser(NodeParser):
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> List[BaseNode]:
         items = [(n.get_content(), _doc_id(n.metadata), n.metadata.get("file_path") or n.metadata.get("source")) for n in nodes]
         out: List[BaseNode] = []
-        records_per_node = chunk_texts_with_ids(self._resolved, items, self.batch_size, self.index, dedupe=self.dedupe)
-        for node, records in zip(nodes, records_per_node):
-            for record in records:
-                out.append(
-                    TextNode(
-                        id_=record["id"],
-                        text=record["text"],
-                        start_char_idx=record["start"],
-                        end_char_idx=record["end"],
-                        metadata=adapter_metadata(record, node.metadata),
-                        excluded_embed_metadata_keys=list(node.excluded_embed_metadata_keys) + _HIDDEN_FROM_EMBED,
-                        excluded_llm_metadata_keys=list(node.excluded_llm_metadata_keys) + _HIDDEN_FROM_LLM,
-                        relationships={NodeRelationship.SOURCE: node.as_related_node_info()},
-                    )
-                )
+        records_per_node = chunk_texts_with_ids(
+            self._resolved, items, self.batch_size, self.index, dedupe=self.dedupe, keep_headers=self.keep_headers,
+            with_blocks=self.with_blocks,
+        )
+        for node, (records, blocks) in zip(nodes, records_per_node):
+            chunks = [self._node(record, node, record.get(f"{self.window}_text") or record["text"]) for record in records]
+            out.extend(_linked(chunks, [self._node(block, node, block["text"]) for block in blocks]))
         return out
+
+    def _node(self, record: Dict[str, Any], source: BaseNode, window: str) -> TextNode:
+        """The TextNode of one record (a chunk, a focus span or a block) of ``source``."""
+        return TextNode(
+            id_=record["id"],
+            text=record["text"],
+            start_char_idx=record["start"],
+            end_char_idx=record["end"],
+            metadata={**adapter_metadata(record, source.metadata), WINDOW: window},
+            excluded_embed_metadata_keys=list(source.excluded_embed_metadata_keys) + _HIDDEN_FROM_EMBED,
+            excluded_llm_metadata_keys=list(source.excluded_llm_metadata_keys) + _HIDDEN_FROM_LLM,
+            relationships={NodeRelationship.SOURCE: source.as_related_node_info()},
+        )
 
     def get_nodes_from_documents(self, documents: Sequence[Document], show_progress: bool = False, **kwargs: Any) -> List[BaseNode]:
         """As NodeParser's, with our exact offsets (LlamaIndex re-derives them by searching the text)."""
@@ -120,6 +142,26 @@ class ClinChunkEmbedding(BaseEmbedding):
 
     def _get_text_embeddings(self, texts: List[str]) -> List[List[float]]:
         return embed_texts(self._embedder, list(texts)) if texts else []
+
+
+def _linked(chunks: List[TextNode], blocks: List[TextNode]) -> List[TextNode]:
+    """The blocks, each followed by its chunks, with PARENT (chunk -> block) and CHILD (block ->
+    chunks) relationships; the chunks alone when no blocks were asked for."""
+    if not blocks:
+        return chunks
+    children: Dict[str, List[TextNode]] = {block.node_id: [] for block in blocks}
+    for chunk in chunks:
+        block_id = chunk.metadata.get("block_id")
+        if block_id in children:
+            children[block_id].append(chunk)
+            chunk.relationships[NodeRelationship.PARENT] = RelatedNodeInfo(node_id=block_id)
+    out: List[TextNode] = []
+    for block in blocks:
+        kids = children[block.node_id]
+        if kids:  # a block whose chunks were all left out (headers) is no one's parent
+            block.relationships[NodeRelationship.CHILD] = [k.as_related_node_info() for k in kids]
+            out.extend([block, *kids])
+    return out
 
 
 def _doc_id(metadata: Any) -> Any:

@@ -24,37 +24,26 @@ from spacy.tokens import Doc, Span
 
 from .. import attrs
 from ..spans import doc_text
+from .blocks import DEFAULT_BLOCK_TOKENS, Passage, Passages, passage_fields, passages_of
 from .host_values import has_host_sections, host_section, plain_value, section_name
 from .ids import DocumentIds, document_id, record_ids
 
-# Record fields, in order. ``attributes`` holds any other extension value the pipeline set.
+# a record's parent passages (:mod:`.blocks`): its sentence and its section block
+PASSAGE_FIELDS = tuple(f"{kind}_{part}" for kind in ("sentence", "block") for part in ("id", "start", "end", "text"))
+# Record fields, in order. One boolean per status beside ``assertion`` (``None``: not assessed). ``attributes`` holds any other extension value the pipeline set.
 RECORD_FIELDS = (
-    "id",
-    "parent_id",
-    "doc_id",
-    "source",
-    "spans_key",
-    "index",
-    "start",
-    "end",
-    "text",
-    "label",
-    "assertion",
-    "assertion_cues",
-    "section",
-    "section_title",
-    "focus",
-    "context",
-    "enriched_text",
-    "token_count",
-    "attributes",
+    "id", "parent_id", "doc_id", "source", "spans_key", "index", "start", "end", "text", "label",
+    "assertion", *attrs.ASSERTION_FLAGS, "assertion_cues", "section", "section_title", "is_header",
+    *PASSAGE_FIELDS, "focus", "context", "enriched_text", "token_count", "attributes", "meta",
 )
 CUE_FIELDS = ("text", "category", "direction", "literal", "start_char", "end_char")
 FOCUS_FIELDS = ("start", "end", "text")
 # extension values with a record field of their own (the focus links become ``focus`` / ``parent_id``)
-_OWN_FIELDS = {"assertion", "assertion_cues", "section", "context", "enriched_text", "token_count", "focus_ids"}
-# what is indexed: the chunks of the group, or the focus spans of those chunks
-INDEXES = ("chunks", "focus")
+# (the statuses become one boolean each; ``focus_of`` is a focus record's ``parent_id``)
+_OWN_FIELDS = {"assertion", "assertion_cues", "assertion_statuses", "section", "context", "enriched_text",
+               "token_count", "focus_ids", "focus_of"}
+# what is indexed: the chunks of the group, the focus spans of those chunks, or the section blocks
+INDEXES = ("chunks", "focus", "blocks")
 
 
 class RecordError(ValueError):
@@ -108,21 +97,24 @@ class RecordPlan:
     chunks_key: str = attrs.CHUNKS_KEY
     focus_key: Optional[str] = attrs.FOCUS_KEY
     fields: Fields = None
+    block_tokens: int = DEFAULT_BLOCK_TOKENS  # the budget of a section block, in tokens of the counter
+    token_counter: Any = None  # words -> counts (components.token_counters); None: WordpieceEstimate
 
 
 def records_of(doc: Doc, plan: Any, *, index: str = "chunks", doc_id: Optional[str] = None) -> List[Dict[str, Any]]:
     """The records of one document: the one record model of every export and writer.
 
     ``plan`` (a :class:`~spacy_clinchunk.pipeline.ResolvedPipeline` or a :class:`RecordPlan`)
-    names the chunks group, the focus group and the fields to read. ``index="chunks"``: one
-    flat record (:data:`RECORD_FIELDS`) per chunk; ``"focus"``: one per focus span of those
-    chunks, with its chunk's id as ``parent_id``; ``"doc"``: one record for the whole document
+    names the chunks group, the focus group, the fields to read and the block budget.
+    ``index="chunks"``: one flat record (:data:`RECORD_FIELDS`) per chunk, with its section
+    block's id as ``parent_id``; ``"focus"``: one per focus span of those chunks, with its
+    chunk's id as ``parent_id``; ``"blocks"``: one per section block (:mod:`.blocks`), the
+    passage a chunk's reader gets; ``"doc"``: one record for the whole document
     (``{"id", "chunks": [...], "groups": {...}, "doc": {...}}``, the ``jsonl`` shape).
     """
-    focus_key = plan.focus_key or attrs.FOCUS_KEY
     if index == "doc":
         return [_doc_record(doc, plan.chunks_key, doc_id, plan.fields)]
-    return _flat_records(doc, plan.chunks_key, index, focus_key, plan.fields, doc_id)
+    return _flat_records(doc, plan, index, doc_id)
 
 
 def chunk_records(
@@ -133,24 +125,29 @@ def chunk_records(
     return records_of(doc, RecordPlan(spans_key, focus_key, fields), index=index, doc_id=doc_id)
 
 
-def _flat_records(
-    doc: Doc, spans_key: str, index: str, focus_key: str, fields: Fields, doc_id: Optional[str]
-) -> List[Dict[str, Any]]:
-    """One flat record per span of ``doc.spans[spans_key]`` (an empty group gives ``[]``).
+def _flat_records(doc: Doc, plan: Any, index: str, doc_id: Optional[str]) -> List[Dict[str, Any]]:
+    """One flat record per span of the chunks group (an empty group gives ``[]``), per focus
+    span or per block.
 
     Values the pipeline did not set are ``None`` (``assertion_cues``, ``focus``: ``[]``); nothing
-    is dropped. ``focus`` lists the chunk's spans of ``doc.spans[focus_key]`` (its
-    ``clin_focus_ids``). With ``index="focus"`` the records are those focus spans, each with
-    ``parent_id``, the id of its chunk. ``fields`` (``ResolvedPipeline.fields`` of the pipeline)
-    limits the extension values read to those its components set; ``doc_id`` replaces the
-    document's own id (:class:`DocumentIds`).
+    is dropped. ``focus`` lists the chunk's spans of the focus group (its ``clin_focus_ids``).
+    With ``index="focus"`` the records are those focus spans, each with ``parent_id``, the id
+    of its chunk. ``plan.fields`` (``ResolvedPipeline.fields``) limits the extension values read
+    to those its components set; ``doc_id`` replaces the document's own id (:class:`DocumentIds`).
     """
     if index not in INDEXES:
         raise RecordError(f"unknown index '{index}'; known: {', '.join(INDEXES)}, doc")
     attrs.register_extensions()
+    spans_key, focus_key, fields = plan.chunks_key, plan.focus_key or attrs.FOCUS_KEY, plan.fields
     doc_id = doc_id if doc_id not in (None, "") else document_id(doc)
     chunks = span_group(doc, spans_key)
     ids = record_ids(doc_id, chunks)
+    text = doc_text(doc)
+    passages = passages_of(doc, text, chunks, getattr(plan, "block_tokens", DEFAULT_BLOCK_TOKENS),
+                           getattr(plan, "token_counter", None), getattr(plan, "nlp", None))
+    context = _Context(doc, doc_id, text, passages)
+    if index == "blocks":
+        return [_block_record(context, number, block) for number, block in enumerate(passages.blocks)]
     focus = list(doc.spans[focus_key]) if focus_key in doc.spans else []
     if index == "focus":
         if focus_key not in doc.spans:
@@ -158,11 +155,11 @@ def _flat_records(
         extensions = registered_extensions(doc.spans[focus_key], skip=("focus_of",), fields=fields)
         of = attrs.field_names(doc.spans[focus_key])["focus_of"]
         parents = [_parent(span, of, ids) for span in focus]
-        return _records(doc, doc_id, focus_key, focus, record_ids(doc_id, focus), extensions, parents, None)
+        return _records(context, focus_key, focus, record_ids(doc_id, focus), extensions, parents, None)
     names = attrs.field_names(doc.spans[spans_key])
     extensions = registered_extensions(doc.spans[spans_key], fields=fields)
     links = names["focus_ids"] if focus and Span.has_extension(names["focus_ids"]) else None
-    return _records(doc, doc_id, spans_key, chunks, ids, extensions, None, (focus, links))
+    return _records(context, spans_key, chunks, ids, extensions, None, (focus, links))
 
 
 def _parent(span: Span, attribute: str, ids: List[str]) -> Optional[str]:
@@ -178,41 +175,98 @@ def _focus_list(underscore: Any, focus: List[Span], attribute: Optional[str]) ->
     return [{"start": s.start_char, "end": s.end_char, "text": s.text} for s in spans]
 
 
-def _records(doc, doc_id, spans_key, spans, ids, extensions, parents, focus_links) -> List[Dict[str, Any]]:
-    source = doc._.clin_source
-    source = None if source is None else str(source)
+@dataclass(frozen=True)
+class _Context:
+    """What every record of one document reads: the doc, its id, its text and its passages."""
+
+    doc: Doc
+    doc_id: str
+    text: str
+    passages: Passages
+
+    @property
+    def source(self) -> Optional[str]:
+        source = self.doc._.clin_source
+        return None if source is None else str(source)
+
+    @property
+    def meta(self) -> Optional[Dict[str, Any]]:
+        """The input record's own fields (``Doc._.clin_meta``, set by ``make_doc``), or ``None``."""
+        meta = self.doc._.get(attrs.ext("meta"))
+        return dict(meta) if meta else None
+
+
+def status_flags(assertion: Optional[str], statuses: Any) -> Dict[str, Optional[bool]]:
+    """One boolean per status (:data:`attrs.ASSERTION_FLAGS`): true when it governs the span (it is
+    among ``statuses`` or is the ``assertion``), so "family and not negated" is a filter on
+    scalars; all ``None`` when nothing assessed the span."""
+    if assertion is None and not statuses:
+        return {flag: None for flag in attrs.ASSERTION_FLAGS}
+    governing = set(statuses or ()) | {assertion}
+    return {flag: flag in governing for flag in attrs.ASSERTION_FLAGS}
+
+
+def _records(context: _Context, spans_key, spans, ids, extensions, parents, focus_links) -> List[Dict[str, Any]]:
+    doc, text, passages = context.doc, context.text, context.passages
     sectioned = has_host_sections(doc)
     records = []
-    text = doc_text(doc)
     for number, span in enumerate(spans):
         underscore = span._
         set_values = span_attributes(span, extensions, underscore)
         host_category, host_title = host_section(span) if sectioned else (None, None)
         start, end = span.start_char, span.end_char
+        block = passages.block_at(start)
+        sentence = passage_fields(context.doc_id, text, "sentence", passages.sentence_at(start))
+        block_fields = passage_fields(context.doc_id, text, "block", block)
+        assertion = set_values.get("assertion")
         records.append(
             {
                 "id": ids[number],
-                "parent_id": None if parents is None else parents[number],
-                "doc_id": doc_id,
-                "source": source,
+                "parent_id": block_fields["block_id"] if parents is None else parents[number],
+                "doc_id": context.doc_id,
+                "source": context.source,
                 "spans_key": spans_key,
                 "index": number,
                 "start": start,
                 "end": end,
                 "text": text[start:end],
                 "label": span.label_ or None,
-                "assertion": set_values.get("assertion"),
+                "assertion": assertion,
+                **status_flags(assertion, set_values.get("assertion_statuses")),
                 "assertion_cues": list(set_values.get("assertion_cues") or []),
                 "section": section_name(set_values.get("section"), doc) or host_category,
-                "section_title": host_title,
+                "section_title": host_title or (block.title if block is not None else None),
+                "is_header": passages.is_header(start, end),
+                **sentence,
+                **block_fields,
                 "focus": [] if focus_links is None else _focus_list(underscore, *focus_links),
                 "context": set_values.get("context"),
                 "enriched_text": set_values.get("enriched_text"),
                 "token_count": set_values.get("token_count"),
                 "attributes": {k: v for k, v in set_values.items() if k not in _OWN_FIELDS},
+                "meta": context.meta,
             }
         )
     return records
+
+
+def _block_record(context: _Context, number: int, block: Passage) -> Dict[str, Any]:
+    """The record of one section block: what the LLM reads for the chunks inside it."""
+    fields = passage_fields(context.doc_id, context.text, "block", block)
+    record: Dict[str, Any] = {name: None for name in RECORD_FIELDS}
+    record.update(fields)
+    record.update(
+        id=fields["block_id"], doc_id=context.doc_id, source=context.source, spans_key="blocks", index=number,
+        start=block.start, end=block.end, text=fields["block_text"], assertion_cues=[], section=block.section or None,
+        section_title=block.title, is_header=False, focus=[], attributes={}, meta=context.meta,
+    )
+    return record
+
+
+def indexed(records: Iterable[Dict[str, Any]], keep_headers: bool = False) -> Iterator[Dict[str, Any]]:
+    """The records an index holds: all but the section headers ("FAMILY HISTORY" is a title, not
+    a finding; the title travels with every chunk as ``section_title``), unless ``keep_headers``."""
+    return (r for r in records if keep_headers or not r.get("is_header"))
 
 
 def iter_records(
@@ -331,6 +385,8 @@ def flat_row(record: Dict[str, Any]) -> Dict[str, Any]:
     row["assertion_cues"] = [{name: _cue_value(cue, name) for name in CUE_FIELDS} for cue in record["assertion_cues"]]
     row["focus"] = [{name: span.get(name) for name in FOCUS_FIELDS} for span in record["focus"]]
     row["attributes"] = json.dumps(record["attributes"], ensure_ascii=False, sort_keys=True) if record["attributes"] else None
+    meta = record.get("meta")  # the input's own keys differ from one input to the next: one JSON string
+    row["meta"] = json.dumps(meta, ensure_ascii=False, sort_keys=True) if meta else None
     if not _json_ok(record["attributes"]):
         record_json(record)  # raises the one-line error
     return row
@@ -350,7 +406,9 @@ def arrow_schema():
     cue = pa.struct([(n, pa.int64() if n.endswith("_char") else pa.string()) for n in CUE_FIELDS])
     focus = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
     types = {"index": pa.int64(), "start": pa.int64(), "end": pa.int64(), "token_count": pa.int64(),
-             "assertion_cues": pa.list_(cue), "focus": pa.list_(focus)}
+             "assertion_cues": pa.list_(cue), "focus": pa.list_(focus), "is_header": pa.bool_(),
+             **{flag: pa.bool_() for flag in attrs.ASSERTION_FLAGS},
+             **{name: pa.int64() for name in PASSAGE_FIELDS if name.endswith(("_start", "_end"))}}
     return pa.schema([(name, types.get(name, pa.string())) for name in RECORD_FIELDS])
 
 
@@ -362,10 +420,12 @@ def to_arrow(records: Iterable[Dict[str, Any]]):
 
 
 def to_dataset(docs: Iterable[Doc], spans_key: str = attrs.CHUNKS_KEY, *, index: str = "chunks",
-               focus_key: str = attrs.FOCUS_KEY):
-    """A Hugging Face ``datasets.Dataset`` with one row per chunk (or focus span: ``index="focus"``),
-    columns :data:`RECORD_FIELDS`."""
-    rows = [flat_row(r) for r in iter_records(docs, spans_key, index=index, focus_key=focus_key)]
+               focus_key: str = attrs.FOCUS_KEY, keep_headers: bool = False):
+    """A Hugging Face ``datasets.Dataset`` with one row per chunk (or focus span: ``index="focus"``;
+    block: ``"blocks"``), columns :data:`RECORD_FIELDS`; headers left out unless ``keep_headers``,
+    as the ``hf`` writer does."""
+    records = iter_records(docs, spans_key, index=index, focus_key=focus_key)
+    rows = [flat_row(r) for r in indexed(records, keep_headers)]
     return _dataset(rows)
 
 

@@ -12,31 +12,39 @@ lists as lists.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc
 
 from .. import attrs
 from .ids import DocumentIds
-from .records import RecordError, default_chunks_key, iter_records, records_of
+from .records import RecordError, default_chunks_key, indexed, iter_records, records_of
 
-# the value stored for a chunk nobody assessed (vector stores refuse None)
+# the value stored for a chunk nobody assessed (what `assertion != "negated"` filters read)
 NO_ASSERTION = "unassessed"
-_INT_FIELDS = {"index": -1, "start": -1, "end": -1, "token_count": -1}
 _SCALARS = (str, int, float, bool)
+# record fields kept out of a store's metadata: the parent passages' text is the parent's own
+# record (``index="blocks"``, :func:`query_with_parents`); their ids and offsets stay
+_NOT_STORED = ("text", "sentence_text", "block_text", "meta")  # meta: its keys go in flat
 
 
 def vector_metadata(record: Dict[str, Any], extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Flat metadata a vector store accepts (str, int, float, bool) for one chunk record.
 
-    Defined values for what stores refuse: ``None`` becomes ``""`` (``-1`` for offsets and
-    counts, :data:`NO_ASSERTION` for ``assertion``); lists and dicts become JSON strings.
-    ``extra`` (e.g. the source document's metadata) is added under the same rules, record
-    fields first. A value JSON cannot hold is rejected with a one-line :class:`RecordError`.
+    A value the pipeline did not set (``None``, an empty list or dict) is left out, never a
+    sentinel (stores refuse ``None``), except ``assertion``: :data:`NO_ASSERTION` for a chunk
+    nobody assessed. The status booleans (``negated``, ``family``, ...) and ``is_header`` are
+    scalars, so ``{"$and": [{"family": True}, {"negated": False}]}`` is a filter; other lists
+    and dicts become JSON strings. ``extra`` (e.g. the source document's metadata) is added
+    under the same rules, record fields first. A value JSON cannot hold is a one-line
+    :class:`RecordError`.
     """
     out: Dict[str, Any] = {}
-    for key, value in {**(extra or {}), **{k: v for k, v in record.items() if k != "text"}}.items():
-        out[str(key)] = _scalar(record.get("id"), key, value)
+    extra = {**(record.get("meta") or {}), **(extra or {})}  # the input's own fields, flat
+    for key, value in {**extra, **{k: v for k, v in record.items() if k not in _NOT_STORED}}.items():
+        stored = _scalar(record.get("id"), key, value)
+        if stored is not None:
+            out[str(key)] = stored
     out["text"] = record["text"]
     if out.get("assertion") in ("", None):
         out["assertion"] = NO_ASSERTION
@@ -44,13 +52,12 @@ def vector_metadata(record: Dict[str, Any], extra: Optional[Dict[str, Any]] = No
 
 
 def _scalar(chunk: Any, key: str, value: Any) -> Any:
-    if value is None:
-        return _INT_FIELDS.get(key, "")
-    if isinstance(value, _SCALARS):
+    """The stored form of one value; ``None`` for a value to leave out."""
+    if value is None or isinstance(value, _SCALARS):
         return value
     if isinstance(value, (list, tuple, dict)):
         if not value:
-            return ""
+            return None
         try:
             return json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
         except (TypeError, ValueError):
@@ -91,12 +98,15 @@ def resolve_chunks(pipeline: Any, spans_key: Optional[str] = None, focus_key: Op
 
 def chunk_texts_with_ids(
     resolved: Any, items: Iterable[Any], batch_size: int = 32, index: str = "chunks", dedupe: bool = False,
-) -> Iterable[List[Dict[str, Any]]]:
-    """Records per ``(text, doc_id, source)`` item, in order (the adapters' one path): of the
-    chunks, or of their focus spans (``index="focus"``). Documents go through
+    keep_headers: bool = False, with_blocks: bool = False,
+) -> Iterable[Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]]:
+    """(records, blocks) per ``(text, doc_id, source)`` item, in order (the adapters' one path):
+    the records of the chunks, or of their focus spans (``index="focus"``), headers left out
+    unless ``keep_headers`` (:func:`indexed`); with ``with_blocks`` also the section blocks the
+    records' ``block_id`` name (else ``[]``). Documents go through
     :func:`~spacy_clinchunk.pipeline.process_items` (``max_length`` checked; a component's error
     propagates). Ids are unique over the call (:class:`~spacy_clinchunk.export.ids.DocumentIds`);
-    ``dedupe=True`` gives ``[]`` for a repeated item with the same id and text."""
+    ``dedupe=True`` gives ``([], [])`` for a repeated item with the same id and text."""
     from ..pipeline import InputDoc, process_items
 
     ids = DocumentIds(dedupe)
@@ -105,7 +115,11 @@ def chunk_texts_with_ids(
         if error is not None:
             raise RecordError(f"document {item.id}: {error}")
         doc_id = ids.take(doc)
-        yield [] if doc_id is None else records_of(doc, resolved, index=index, doc_id=doc_id)
+        if doc_id is None:
+            yield [], []
+            continue
+        records = list(indexed(records_of(doc, resolved, index=index, doc_id=doc_id), keep_headers))
+        yield records, records_of(doc, resolved, index="blocks", doc_id=doc_id) if with_blocks else []
 
 
 def default_embedder() -> Any:
@@ -145,6 +159,7 @@ def to_chroma(
     index: str = "chunks",
     focus_key: str = attrs.FOCUS_KEY,
     dedupe: bool = False,
+    keep_headers: bool = False,
 ) -> int:
     """Upsert every chunk of ``spans_key`` into a Chroma ``collection``; returns the number stored.
 
@@ -158,7 +173,9 @@ def to_chroma(
     batch ever holds an id twice, so the upsert never fails on duplicates. ``spans_key``:
     by default each document's chunks (:func:`default_chunks_key`); a document without the
     group is an error. ``index="focus"`` stores the chunks' focus spans instead
-    (``clin_focus``), each with its chunk's id as ``parent_id`` in the metadata.
+    (``clin_focus``), each with its chunk's id as ``parent_id`` in the metadata;
+    ``index="blocks"`` the section blocks (the parents :func:`query_with_parents` returns).
+    Section headers are left out unless ``keep_headers`` (:func:`indexed`).
     """
     embed = embedder if embedder is not None else default_embedder()
     batch: Dict[str, Dict[str, Any]] = {}  # id -> record: a repeated id keeps its last record
@@ -178,7 +195,8 @@ def to_chroma(
         batch.clear()
         return len(records)
 
-    for record in iter_records(docs, spans_key, index=index, focus_key=focus_key, dedupe=dedupe):
+    records = iter_records(docs, spans_key, index=index, focus_key=focus_key, dedupe=dedupe)
+    for record in indexed(records, keep_headers):
         batch[record["id"]] = record
         if len(batch) >= batch_size:
             added += flush()
@@ -196,7 +214,27 @@ def query_chroma(
     return collection.query(query_embeddings=embed_texts(embed, [text]), n_results=n_results, **kwargs)
 
 
+def query_with_parents(
+    collection: Any, blocks: Any, text: str, embedder: Optional[Any] = None, n_results: int = 5,
+    where: Optional[Dict[str, Any]] = None,
+) -> List[Dict[str, Any]]:
+    """Small-to-big: query the chunks of ``collection`` and return, per hit in rank order,
+    ``{"id", "text", "metadata", "distance", "parent_id", "parent_text"}``, where the parent is
+    the hit's section block, read from ``blocks`` (a collection filled by :func:`to_chroma`
+    with ``index="blocks"``). The chunk is what matched; the parent is what an LLM reads."""
+    found = query_chroma(collection, text, embedder, n_results, where)
+    metadatas, distances = found["metadatas"][0], found["distances"][0]
+    wanted = sorted({m["block_id"] for m in metadatas if "block_id" in m})
+    stored = blocks.get(ids=wanted, include=["documents"]) if wanted else {"ids": [], "documents": []}
+    parents = dict(zip(stored["ids"], stored["documents"]))
+    return [
+        {"id": hit_id, "text": meta["text"], "metadata": meta, "distance": distance,
+         "parent_id": meta.get("block_id"), "parent_text": parents.get(meta.get("block_id"))}
+        for hit_id, meta, distance in zip(found["ids"][0], metadatas, distances)
+    ]
+
+
 __all__: Sequence[str] = (
-    "to_chroma", "query_chroma", "vector_metadata", "adapter_metadata", "default_embedder",
+    "to_chroma", "query_chroma", "query_with_parents", "indexed", "vector_metadata", "adapter_metadata", "default_embedder",
     "default_chunks_key", "embed_texts", "offline_embedder", "resolve_chunks", "NO_ASSERTION",
 )

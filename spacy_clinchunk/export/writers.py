@@ -11,16 +11,17 @@ format      what is written                                        target
 ==========  =====================================================  ===========================
 jsonl       one JSON line per document (``index="doc"`` records)   a text stream or a file
 docbin      the docs themselves (spans, extension values): DocBin  a binary file
-records     one JSON line per chunk (or focus span)                a text stream or a file
+records     one JSON line per chunk (or focus span, or block)      a text stream or a file
 parquet     one row per chunk (or focus span), row group per doc   a file
 hf          a Hugging Face dataset (``save_to_disk``)              a directory
 chroma      rows for a Chroma collection: embedded records         a directory
 ==========  =====================================================  ===========================
 
-Every record carries the input's own fields (``meta``: the keys of a JSON/JSONL input record
-besides ``id`` and ``text``, ``Doc._.clin_meta``): a dict in ``records``, a JSON string in
-Parquet and datasets (like ``attributes``: one schema for every input), ``doc.meta`` in
-``jsonl``, and flat metadata in Chroma (as the LangChain and LlamaIndex adapters keep them).
+Every record carries the input's own fields (the record model's ``meta``: the keys of a
+JSON/JSONL input record besides ``id`` and ``text``, ``Doc._.clin_meta``): a dict in ``records``,
+a JSON string in Parquet and datasets (like ``attributes``: one schema for every input),
+``doc.meta`` in ``jsonl``, and flat metadata in Chroma (as the LangChain and LlamaIndex adapters
+keep them).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any, Dict, Iterable, List, Optional, Union
 
 from ..fileio import make_private, open_private
-from .records import RecordError, RecordPlan, arrow_schema, flat_row, record_json, records_of
+from .records import RecordError, RecordPlan, arrow_schema, flat_row, indexed, record_json, records_of
 
 Target = Union[str, Path, IO[Any], None]
 
@@ -50,9 +51,10 @@ class Writer:
     binary = False
     to_path = False
 
-    def __init__(self, target: Target, plan: Any = None, index: str = "chunks") -> None:
+    def __init__(self, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False) -> None:
         self.plan = plan if plan is not None else RecordPlan()
         self.index = index
+        self.keep_headers = keep_headers
         self._own = False
         if self.to_path:
             if target is None or hasattr(target, "write"):
@@ -81,34 +83,8 @@ class Writer:
             self.out.close()
 
     def records(self, doc: Any, doc_id: str) -> List[Dict[str, Any]]:
-        """The doc's records (:func:`records_of`), each with the input's own fields (``meta``)."""
-        records = records_of(doc, self.plan, index=self.index, doc_id=doc_id)
-        meta = source_fields(doc)
-        for record in records:
-            record["meta"] = meta
-        return records
-
-
-def source_fields(doc: Any) -> Optional[Dict[str, Any]]:
-    """The input record's own fields (``Doc._.clin_meta``, set by ``make_doc``), or ``None``."""
-    meta = doc._.clin_meta if doc.has_extension("clin_meta") else None
-    return dict(meta) if meta else None
-
-
-def meta_schema():
-    """:func:`arrow_schema` of the record model plus ``meta`` (a JSON string, as its keys differ
-    from one input to the next)."""
-    import pyarrow as pa
-
-    return arrow_schema().append(pa.field("meta", pa.string()))
-
-
-def meta_row(record: Dict[str, Any]) -> Dict[str, Any]:
-    """:func:`flat_row` of the record, with ``meta`` as a JSON string."""
-    row = flat_row({k: v for k, v in record.items() if k != "meta"})
-    meta = record.get("meta")
-    row["meta"] = _ENCODER.encode(meta) if meta else None
-    return row
+        """The flat records written for ``doc``: section headers left out unless ``keep_headers``."""
+        return list(indexed(records_of(doc, self.plan, index=self.index, doc_id=doc_id), self.keep_headers))
 
 
 class DocumentLines(Writer):
@@ -140,9 +116,7 @@ def focus_lists(record: Dict[str, Any], focus_key: Optional[str]) -> Dict[str, A
         return record
     for chunk in chunks:
         numbers = chunk.pop("focus_ids", None) or ()
-        chunk["focus"] = [
-            {name: focus[n][name] for name in ("start", "end", "text")} for n in numbers if 0 <= n < len(focus)
-        ]
+        chunk["focus"] = [{name: focus[n][name] for name in ("start", "end", "text")} for n in numbers if 0 <= n < len(focus)]
     for span in focus:
         number = span.pop("focus_of", None)
         if isinstance(number, int) and 0 <= number < len(chunks):
@@ -156,12 +130,12 @@ class DocBinFile(Writer):
     suffix = ".spacy"
     binary = True
 
-    def __init__(self, target: Target, plan: Any = None, index: str = "chunks") -> None:
+    def __init__(self, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False) -> None:
         from spacy.tokens import DocBin
 
         if target is None or hasattr(target, "encoding"):  # stdout, or another text stream
             raise RecordError("--format docbin needs --output FILE.spacy")
-        super().__init__(target, plan, index)
+        super().__init__(target, plan, index, keep_headers)
         self.docbin = DocBin(store_user_data=True)
 
     def add(self, doc: Any, doc_id: str) -> int:
@@ -204,13 +178,13 @@ class ParquetFile(Writer):
         except ImportError as err:
             raise RecordError("the Parquet export needs `pip install spacy-clinchunk[parquet]`") from err
         self._file = open_private(self.path, "wb")
-        self._schema = meta_schema()
+        self._schema = arrow_schema()
         self._writer = pq.ParquetWriter(self._file, self._schema)
 
     def add(self, doc: Any, doc_id: str) -> int:
         import pyarrow as pa
 
-        table = pa.Table.from_pylist([meta_row(r) for r in self.records(doc, doc_id)], schema=self._schema)
+        table = pa.Table.from_pylist([flat_row(r) for r in self.records(doc, doc_id)], schema=self._schema)
         if table.num_rows:
             self._writer.write_table(table)
         return table.num_rows
@@ -228,7 +202,7 @@ class DatasetFolder(Writer):
     needs = "DIRECTORY"
 
     def add(self, doc: Any, doc_id: str) -> int:
-        rows = [meta_row(r) for r in self.records(doc, doc_id)]
+        rows = [flat_row(r) for r in self.records(doc, doc_id)]
         self._rows.extend(rows)
         return len(rows)
 
@@ -237,7 +211,7 @@ class DatasetFolder(Writer):
             from datasets import Dataset, Features
         except ImportError as err:
             raise RecordError("the Hugging Face dataset export needs `pip install spacy-clinchunk[datasets]`") from err
-        Dataset.from_list(self._rows, features=Features.from_arrow_schema(meta_schema())).save_to_disk(str(self.path))
+        Dataset.from_list(self._rows, features=Features.from_arrow_schema(arrow_schema())).save_to_disk(str(self.path))
         make_private(self.path)
 
     def _open(self) -> None:
@@ -261,9 +235,11 @@ class VectorRows(Writer):
     needs = "DIRECTORY"
     ROWS, EMBEDDINGS = "rows.jsonl", "embeddings.npy"
 
-    def __init__(self, target: Target, plan: Any = None, index: str = "chunks", model: Optional[str] = None) -> None:
+    def __init__(
+        self, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False, model: Optional[str] = None
+    ) -> None:
         self.model = model
-        super().__init__(target, plan, index)
+        super().__init__(target, plan, index, keep_headers)
 
     def _open(self) -> None:
         self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -278,11 +254,14 @@ class VectorRows(Writer):
 
         records = self.records(doc, doc_id)
         lines = [
-            _ENCODER.encode({
-                "id": r["id"],
-                "document": r["enriched_text"] or r["text"],
-                "metadata": vector_metadata({k: v for k, v in r.items() if k != "meta"}, r["meta"]),
-            }) + "\n"
+            _ENCODER.encode(
+                {
+                    "id": r["id"],
+                    "document": r["enriched_text"] or r["text"],
+                    "metadata": vector_metadata(r),
+                }
+            )
+            + "\n"
             for r in records
         ]
         if records:
@@ -315,12 +294,14 @@ WRITERS: Dict[str, type] = {
 RECORD_FORMATS = ("records", "parquet", "hf", "chroma")
 
 
-def open_writer(fmt: str, target: Target, plan: Any = None, index: str = "chunks", **settings: Any) -> Writer:
-    """A writer of ``fmt`` (a key of :data:`WRITERS`) on ``target``; ``settings`` of the format
-    (``model`` of ``chroma``)."""
+def open_writer(
+    fmt: str, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False, **settings: Any
+) -> Writer:
+    """A writer of ``fmt`` (a key of :data:`WRITERS`) on ``target``; the flat formats leave section
+    headers out unless ``keep_headers``; ``settings`` of the format (``model`` of ``chroma``)."""
     if fmt not in WRITERS:
         raise RecordError(f"unknown format '{fmt}'; known: {', '.join(WRITERS)}")
-    return WRITERS[fmt](target, plan, index, **settings)
+    return WRITERS[fmt](target, plan, index, keep_headers, **settings)
 
 
 def write_records(
@@ -333,6 +314,7 @@ def write_records(
     focus_key: Optional[str] = None,
     dedupe: bool = False,
     pipeline: Any = None,
+    keep_headers: bool = False,
 ) -> int:
     """Write ``docs`` in ``fmt`` to ``target``; returns the number of records written (documents
     for ``jsonl`` and ``docbin``). Groups and fields: ``pipeline`` (a ``ResolvedPipeline``) or
@@ -343,7 +325,7 @@ def write_records(
     plan = pipeline if pipeline is not None else RecordPlan()
     if spans_key or focus_key:
         plan = RecordPlan(spans_key or plan.chunks_key, focus_key or plan.focus_key, plan.fields)
-    writer, ids, written = open_writer(fmt, target, plan, index), DocumentIds(dedupe), 0
+    writer, ids, written = open_writer(fmt, target, plan, index, keep_headers), DocumentIds(dedupe), 0
     try:
         for doc in docs:  # one document at a time: Parquet writes a row group per document
             doc_id = ids.take(doc)

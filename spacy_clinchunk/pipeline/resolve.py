@@ -21,6 +21,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple, Union
 from spacy.language import Language
 
 from ..attrs import CHUNKS_KEY, PREFIX, register_extensions
+from ..components.token_counters import DEFAULT_BLOCK_TOKENS
 from .spec import PipelineError, PipelineSpec, import_code
 
 Source = Union[str, Path, Language, PipelineSpec]
@@ -38,6 +39,9 @@ class ResolvedPipeline:
     chunks_key: str  # the group its chunks are read from
     focus_key: Optional[str]  # the focus group a component writes for those chunks (clin_focus)
     fields: Fields  # record fields the components set on spans (None: undeclared, read all)
+    # record plan settings (export.records.RecordPlan): a section block's budget and its token counter
+    block_tokens: int = DEFAULT_BLOCK_TOKENS
+    token_counter: Any = None  # words -> counts; None: export.blocks' wordpiece estimate
 
     @cached_property
     def config_hash(self) -> str:

@@ -169,3 +169,31 @@ def test_n_process_2_matches_single_process():
     single = [chunk_texts(d) for d in nlp.pipe(texts)]
     multi = [chunk_texts(d) for d in nlp.pipe(texts, n_process=2, batch_size=4)]
     assert multi == single
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # a flattened export's line break after a space: the comma opens no chunk (issue 42: 227
+        # chunks of 30 real notes read ",FAMILY HISTORY", ",Clear")
+        ("Has cancer.  ,FAMILY HISTORY: Mother.", ["Has cancer", "FAMILY HISTORY", "Mother"]),
+        ("CHEST: ,Clear. Heart: ,Regular.", ["CHEST", "Clear", "Heart", "Regular"]),
+        ("PAST MEDICAL HISTORY: ;Hypertension.", ["PAST MEDICAL HISTORY", "Hypertension"]),
+    ],
+)
+def test_a_separator_glued_to_the_next_word_never_leads_a_chunk(text, expected):
+    doc = punct()(text)
+    spans = list(doc.spans["clin_chunks"])
+    assert [s.text for s in spans] == expected
+    assert all(doc.text[s.start_char : s.end_char] == s.text and s.text[0] not in ",;:" for s in spans)
+
+
+def test_the_default_pipeline_trims_flattened_separators_from_every_chunk():
+    """End to end: no chunk of the default starts with the separator of a flattened header."""
+    from spacy_clinchunk.pipeline import load_pipeline
+
+    text = "SUBJECTIVE:, This patient has cancer.  ,FAMILY HISTORY:, Mother had breast cancer.  ,SOCIAL HISTORY: ,Smoker."
+    doc = load_pipeline("default")(text)
+    texts = [s.text for s in doc.spans["clin_chunks"]]
+    assert "FAMILY HISTORY" in texts and "Smoker" in texts
+    assert not [t for t in texts if t[0] in ",;:"]

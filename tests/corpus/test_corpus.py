@@ -74,6 +74,7 @@ def test_single_process_run_matches_plain_pipeline(corpus, tmp_path):
         "shards": 12,
         "docs": len(corpus["reference"]),
         "chunks": sum(len(r["chunks"]) for r in corpus["reference"].values()),
+        "records": len(corpus["reference"]),  # jsonl: one line per document
         "errors": 2,
         "refused": 0,
     }

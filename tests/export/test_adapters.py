@@ -34,7 +34,7 @@ def _check_chunks(texts_offsets, metadatas, text):
     assert texts_offsets and len(texts_offsets) == len(metadatas)
     for (chunk, start, end), meta in zip(texts_offsets, metadatas):
         assert chunk == text[start:end]
-        assert CHUNK_FIELDS <= set(meta) <= set(RECORD_FIELDS) | {"owner", "start_index"}
+        assert CHUNK_FIELDS <= set(meta) <= set(RECORD_FIELDS) | {"owner", "start_index", "window"}
         assert "text" not in meta and "enriched_text" not in meta  # the chunk text is the content, once
         assert not [k for k, v in meta.items() if v is None or (not isinstance(v, bool) and v in SENTINELS)]
         assert isinstance(meta["assertion_cues"], list) and isinstance(meta["focus"], list)  # lists as lists

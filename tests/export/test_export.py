@@ -118,7 +118,7 @@ def test_to_chroma_any_group_filters_out_negated_findings(assertion_docs, tmp_pa
 
     collection = _collection(tmp_path, "clin")
     embedder = default_embedder()
-    records = [r for d in assertion_docs for r in chunk_records(d)]
+    records = [r for d in assertion_docs for r in chunk_records(d) if not r["is_header"]]  # headers stay out
     assert to_chroma(assertion_docs, collection, embedder, spans_key="clin_chunks", batch_size=4) == len(records)
     assert collection.count() == len(records)
     stored = collection.get(ids=[r["id"] for r in records], include=["metadatas"])
@@ -127,7 +127,7 @@ def test_to_chroma_any_group_filters_out_negated_findings(assertion_docs, tmp_pa
         meta = by_id[record["id"]]
         assert (meta["doc_id"], meta["source"], meta["start"], meta["end"]) == (
             record["doc_id"], record["source"], record["start"], record["end"])
-        assert meta["assertion"] == record["assertion"] and meta["section"] == (record["section"] or "")
+        assert meta["assertion"] == record["assertion"] and meta.get("section") == record["section"]
     negated = [r for r in records if r["assertion"] == "negated"]
     assert negated and "fever" in negated[0]["text"]
     hits = query_chroma(collection, "fever", embedder, n_results=3)
@@ -149,7 +149,10 @@ def test_bad_input_gets_defined_values_or_one_clear_line(tmp_path):
     record = chunk_records(doc)[0]
     meta = vector_metadata(record, {"nested": {"a": [1, None]}, "none": None})
     assert meta["assertion"] == NO_ASSERTION and meta["doc_id"].startswith("doc-")
-    assert meta["nested"] == '{"a": [1, null]}' and meta["none"] == "" and meta["token_count"] == -1
+    # an unset field is left out, never ""/-1 (Chroma refuses None): no sentinel to filter around
+    assert meta["nested"] == '{"a": [1, null]}' and "none" not in meta and "token_count" not in meta
+    assert not {"section", "context", "focus", "attributes", "negated", "sentence_id"} & set(meta)
+    assert "" not in meta.values() and -1 not in meta.values()
     assert all(isinstance(v, (str, int, float, bool)) for v in meta.values())
     assert adapter_metadata(record, {"source": "x.txt", "lab": 1})["source"] == "x.txt"  # unset field keeps the source's
     with pytest.raises(RecordError, match="metadata 'when' of type object cannot be stored"):
@@ -188,14 +191,16 @@ def test_flagship_chunks_and_focus_spans_in_chroma(tmp_path):
         return [[float(len(t)), 1.0, float(t.count("e"))] for t in texts]
 
     chunks, focus = _collection(tmp_path, "chunks"), _collection(tmp_path, "focus")
-    records = chunk_records(doc)
+    records = [r for r in chunk_records(doc) if not r["is_header"]]
     assert to_chroma([doc], chunks, embed, spans_key="clin_chunks") == len(records)
-    assert to_chroma([doc], focus, embed, spans_key="clin_chunks", index="focus") == len(doc.spans["clin_focus"])
+    focus_records = [r for r in chunk_records(doc, index="focus") if not r["is_header"]]
+    assert 0 < len(focus_records) < len(doc.spans["clin_focus"])  # "HISTORY" is a title: not indexed
+    assert to_chroma([doc], focus, embed, spans_key="clin_chunks", index="focus") == len(focus_records)
     stored = chunks.get(ids=[r["id"] for r in records], include=["metadatas"])
     for record, meta in zip(records, stored["metadatas"]):
-        assert meta["assertion"] == record["assertion"] and meta["section"] == (record["section"] or "")
-        assert json.loads(meta["focus"] or "[]") == record["focus"]
-        assert json.loads(meta["assertion_cues"] or "[]") == record["assertion_cues"]
+        assert meta["assertion"] == record["assertion"] and meta.get("section") == record["section"]
+        assert json.loads(meta.get("focus", "[]")) == record["focus"]
+        assert json.loads(meta.get("assertion_cues", "[]")) == record["assertion_cues"]
     fever = focus.get(where={"assertion": "negated"}, include=["metadatas", "documents"])
     assert "fever" in fever["documents"]
     parents = {m["parent_id"] for m in fever["metadatas"]}
@@ -213,7 +218,7 @@ def test_identical_notes_without_ids_never_collide_in_chroma(assertion_nlp, tmp_
         return [[float(len(t)), 1.0, float(t.count("e"))] for t in texts]
 
     collection = _collection(tmp_path, "twins")
-    per_note = len(chunk_records(docs[0]))
+    per_note = len([r for r in chunk_records(docs[0]) if not r["is_header"]])
     assert to_chroma(docs, collection, embed, batch_size=3) == 2 * per_note == collection.count()
     ids = collection.get()["ids"]
     base = chunk_records(docs[0])[0]["doc_id"]

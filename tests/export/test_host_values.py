@@ -66,9 +66,11 @@ def test_records_hold_the_section_category_title_and_the_modifiers_as_plain_json
     assert cue == {"text": "No", "category": "NEGATED_EXISTENCE", "direction": "FORWARD", "literal": "no",
                    "start_char": NOTE.index("No"), "end_char": NOTE.index("No") + 2}
     json.dumps(records, allow_nan=False)  # plain JSON throughout
-    assert write_records([host_doc], "records", tmp_path / "out.jsonl") == len(records)
+    findings = [r for r in records if not r["is_header"]]  # "ALLERGIES" is a title: files leave it out
+    assert len(findings) < len(records)
+    assert write_records([host_doc], "records", tmp_path / "out.jsonl") == len(findings)
     lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert lines == [{**r, "meta": None} for r in records]  # the writers add the input's own fields
+    assert lines == findings
 
 
 def test_parquet_and_datasets_take_the_host_values(host_doc, tmp_path):
@@ -76,11 +78,11 @@ def test_parquet_and_datasets_take_the_host_values(host_doc, tmp_path):
     datasets = pytest.importorskip("datasets")
     from spacy_clinchunk.export.records import to_dataset
 
-    assert write_records([host_doc], "parquet", tmp_path / "out.parquet") == len(host_doc.spans["clin_chunks"])
+    assert write_records([host_doc], "parquet", tmp_path / "out.parquet", keep_headers=True) == len(host_doc.spans["clin_chunks"])
     rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
-    assert rows == [{**r, "meta": None} for r in to_arrow(chunk_records(host_doc)).to_pylist()]
+    assert rows == to_arrow(chunk_records(host_doc)).to_pylist()
     assert {r["text"]: (r["section"], r["section_title"]) for r in rows if r["text"] in SECTIONS} == SECTIONS
-    dataset = to_dataset([host_doc])
+    dataset = to_dataset([host_doc], keep_headers=True)
     assert isinstance(dataset, datasets.Dataset) and dataset["section_title"] == [r["section_title"] for r in rows]
 
 
@@ -94,7 +96,7 @@ def test_chroma_langchain_and_llama_index_take_the_host_values(host_doc, tmp_pat
     collection = client.get_or_create_collection("host", embedding_function=None)
     records = chunk_records(host_doc)
     embed = lambda texts: [[float(len(t)), 1.0] for t in texts]  # noqa: E731 - Chroma's storage is what is tested
-    assert to_chroma([host_doc], collection, embed) == len(records)
+    assert to_chroma([host_doc], collection, embed, keep_headers=True) == len(records)
     stored = collection.get(ids=[r["id"] for r in records], include=["metadatas"])
     by_text = {m["text"]: m for m in stored["metadatas"]}
     assert {t: (by_text[t]["section"], by_text[t]["section_title"]) for t in SECTIONS} == SECTIONS
