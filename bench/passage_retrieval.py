@@ -60,8 +60,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("CLINCHUNK_SHARED_DATA") or ROOT.parent / "shared" / "data")
 QUESTIONS = ROOT / "bench" / "data" / "real_notes" / "retrieval_questions.jsonl"
 NOTE_FILES = {"en": "mtsamples_dev.jsonl", "de": "grascco_de_dev.jsonl"}
-DEFAULT_SYSTEMS = ("chunks", "focus", "recursive400", "recursive1000", "chunks>sentence", "chunks>block",
-                   "focus>sentence", "focus>block", "recursive400@chunks>block", "recursive400@focus>block")
+DEFAULT_SYSTEMS = ("chunks", "focus", "recursive128", "recursive256", "recursive400", "recursive1000",
+                   "chunks>sentence", "chunks>block", "focus>sentence", "focus>block",
+                   "recursive400@chunks>block", "recursive128@chunks>block", "recursive400@focus>block",
+                   "recursive128@focus>block")
 WORD = re.compile(r"\w+")
 Range = Tuple[int, int]
 
