@@ -1,5 +1,8 @@
 """How well chunks retrieve the annotated concepts, with the bundled MiniLM.
 
+``bench/retrieval.py passages ...`` runs the passage-retrieval bench of the real notes instead
+(:mod:`passage_retrieval`, issue 42).
+
     .venv/bin/python bench/retrieval.py [--limit N] [--rows punct_conj_cleaned,evidence,retrieval]
                                         [--compare A B] [--bootstrap 1000] [--repeat 3] [--cache F.npz]
                                         [--dictated] [--max-tokens N]
@@ -329,6 +332,12 @@ def table(rows: List[Tuple[Row, Measures, Dict[str, Optional[float]]]], k: int,
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["passages"]:  # passage retrieval on the real notes: bench/passage_retrieval.py
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from passage_retrieval import main as passages
+
+        return passages(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--limit", type=int, default=0, help="first N documents only")
