@@ -5,7 +5,7 @@ the downstream embedder when the pipeline has one, words otherwise. A piece over
 and the halves again, until every piece fits (or is one word). The boundaries, best first:
 
 1. a line break inside the piece, or a list marker ("-", "•", "2)", "b.") starting a word;
-2. a coordinating conjunction or transition marker ("and", "as well as"), unless it joins
+2. a semicolon, or a coordinating conjunction or transition marker ("and", "as well as"), unless it joins
    the parts of one concept ("cleft lip and palate", the rules of ``keep_coordinated``);
 3. a verb of report ("denies", "reports");
 4. a preposition ("with", "due to");
@@ -310,6 +310,9 @@ class SizeCeiling(ChunkRefiner):
                 continue
             if "\n" in text[words[i - 1][1]:words[i][0]] or _LIST_MARKER.match(text, words[i][0], words[i][1]):
                 ranked[0].append(i)  # a line break or list marker beats the noun-phrase rules
+                continue
+            if text[words[i - 1][1] - 1] == ";":
+                ranked[1].append(i)  # a semicolon ends a clause: as good as a conjunction
                 continue
             if (
                 before in self.trailing or word in bound

@@ -409,3 +409,15 @@ def test_no_cut_falls_inside_a_cue_of_several_words(text, phrase):
     first, second = phrase.split()
     assert not any(chunk.split()[-1] == first for chunk in chunks), chunks
     assert not any(chunk.split()[0] == second for chunk in chunks), chunks
+
+
+def test_a_semicolon_is_a_clause_boundary_for_the_ceiling():
+    """A peer's kind of case: the cut falls at the semicolon, not inside "rule out"."""
+    from spacy_clinchunk.pipeline import resolve_pipeline
+
+    resolved = resolve_pipeline("simple")
+    doc = resolved.nlp("Poor weight gain, likely secondary to reduced intake; rule out malabsorption if weight loss continues.")
+    assert [span.text for span in doc.spans[resolved.chunks_key]] == [
+        "Poor weight gain, likely secondary to reduced intake;",
+        "rule out malabsorption if weight loss continues.",
+    ]
