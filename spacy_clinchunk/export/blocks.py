@@ -42,6 +42,10 @@ Counter = Callable[[Sequence[str]], List[int]]
 # what a block or sentence never starts or ends with: whitespace and a flattened line break (",")
 _EDGE = " \t\r\n\f\v,;"
 _LABEL_END = re.compile(r"[:\n]")
+# a title line: up to six words in capitals alone on their line ("DISCHARGE SUMMARY",
+# "DEKURS DER TUMORERKRANKUNG"), an optional colon after them; a letter in lower case or a digit
+# makes it a finding ("NO ACUTE DISTRESS" stays a header only if nothing else is on its line)
+_TITLE_LINE = re.compile(r"^[ \t]*((?:[^\W\d_a-zß-ÿ]{2,}[ \t/&-]+){0,5}[^\W\d_a-zß-ÿ]{2,})[ \t]*:?[ \t]*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -208,17 +212,19 @@ def _pack(pieces: List[Tuple[int, int, int]], budget: int) -> List[Range]:
 def header_ranges(doc: Doc, text: str, nlp: Any = None) -> List[Range]:
     """Character ranges of the header labels of ``doc``, sorted: the scanner's headers that open
     a section or a form field, with the section table of ``nlp``'s assertion component; else the
-    labels of ``clin_sections`` (each span's text up to its colon or line break)."""
+    labels of ``clin_sections`` (each span's text up to its colon or line break); and title
+    lines in capitals alone on their line, which open no section the table knows."""
+    titles = [m.span(1) for m in _TITLE_LINE.finditer(text)]
     table = _section_table(doc, nlp)
     if table is not None:
         hits = scan_headers(text, table, lambda word: doc.vocab[word].is_stop)
-        return sorted((h.start, h.label_end) for h in hits if h.opens)
+        return sorted({*((h.start, h.label_end) for h in hits if h.opens), *titles})
     ranges = []
     for span in doc.spans[attrs.SECTIONS_KEY] if attrs.SECTIONS_KEY in doc.spans else ():
         label = _LABEL_END.search(text, span.start_char, span.end_char)
         if label is not None:
             ranges.append(_trim(text, span.start_char, label.start()))
-    return sorted(r for r in ranges if r[0] < r[1])
+    return sorted({*(r for r in ranges if r[0] < r[1]), *titles})
 
 
 def _section_table(doc: Doc, nlp: Any) -> Any:

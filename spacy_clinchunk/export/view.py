@@ -33,7 +33,7 @@ from .view_chunks import (
     focus_by_chunk,
     focus_group,
     inline_html,
-    kind_of,
+    kinds_of,
     overlaps,
     parent_group,
 )
@@ -180,13 +180,14 @@ def render_html(doc: Doc, spans_key: str = attrs.CHUNKS_KEY, title: Optional[str
     if cards:
         noun = "window"
     doc_id = document_id(doc)
+    span_kinds = kinds_of(doc, spans)
     kinds: Dict[str, int] = {}
-    for span in spans:
-        kinds[kind_of(span)] = kinds.get(kind_of(span), 0) + 1
+    for kind in span_kinds:
+        kinds[kind] = kinds.get(kind, 0) + 1
     if cards:
-        body = '<div class="note cards">' + cards_html(spans, doc_id, focus, noun) + "</div>"
+        body = '<div class="note cards">' + cards_html(spans, doc_id, focus, noun, span_kinds) + "</div>"
     else:
-        body = '<div class="note">' + inline_html(doc, spans, doc_id, focus, noun) + "</div>"
+        body = '<div class="note">' + inline_html(doc, spans, doc_id, focus, noun, span_kinds) + "</div>"
     marks = {"focus": any(focus.values()), "cue": 'class="cue' in body, "context": "data-context=" in body}
     heading = html.escape(title or doc_id)
     meta = f"{len(spans)} {noun}s in span group <code>{html.escape(shown_key)}</code>"

@@ -14,10 +14,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from spacy.tokens import Doc, Span
 
 from .. import attrs
+from .blocks import Passages, header_ranges
 
 UNASSESSED = "unassessed"
 HEADER = "header"
-_MAX_HEADER_WORDS = 6
 
 
 def assertion_of(span: Span) -> str:
@@ -37,26 +37,12 @@ def _value(span: Span, name: str) -> Any:
         return None
 
 
-def is_header(span: Span) -> bool:
-    """A section header or form label: a short run at a line start, in capitals before a colon
-    or a line end ("HISTORY OF PRESENT ILLNESS"), or any short label before a colon ("Service:").
-    A span with an assertion cue in it ("Denies:") is a finding, not a header."""
-    words = span.text.split()
-    if not words or len(words) > _MAX_HEADER_WORDS or _value(span, attrs.ext("assertion_cues")):
-        return False
-    text = span.doc.text
-    if text[: span.start_char].rsplit("\n", 1)[-1].strip():
-        return False
-    after = text[span.end_char :].lstrip(" \t")
-    colon, line_end = after.startswith(":"), after[:1] in ("", "\n", "\r")
-    letters = [c for c in span.text if c.isalpha()]
-    capitals = bool(letters) and all(c.isupper() for c in letters)
-    return (capitals and (colon or line_end)) or (colon and len(words) <= 3)
-
-
-def kind_of(span: Span) -> str:
-    """What the filter and the colours go by: ``header``, else the assertion status."""
-    return HEADER if is_header(span) else assertion_of(span)
+def kinds_of(doc: Doc, spans: Sequence[Span]) -> List[str]:
+    """What the filter and the colours go by, per span: ``header`` when the span lies on a header
+    label (the records' ``is_header``: the one header scan of :mod:`.blocks`, so the page counts
+    the headers the records flag), else the assertion status."""
+    headers = Passages([], [], header_ranges(doc, doc.text))
+    return [HEADER if headers.is_header(s.start_char, s.end_char) else assertion_of(s) for s in spans]
 
 
 def _is_focus_group(doc: Doc, key: str) -> bool:
@@ -146,9 +132,11 @@ def _describe_cue(cue: Dict[str, Any]) -> str:
     return f"'{cue.get('text', '')}'" + (f" ({category}{where})" if category or where else "")
 
 
-def chunk_html(span: Span, index: int, doc_id: str, focus: Sequence[Span] = (), noun: str = "chunk") -> str:
-    """One focusable chunk element, its details in ``data-*`` attributes for the panel."""
-    label, kind = assertion_of(span), kind_of(span)
+def chunk_html(span: Span, index: int, doc_id: str, focus: Sequence[Span] = (), noun: str = "chunk", kind: str = "") -> str:
+    """One focusable chunk element, its details in ``data-*`` attributes for the panel;
+    ``kind``: from :func:`kinds_of` (default: the span's assertion status)."""
+    label = assertion_of(span)
+    kind = kind or label
     cues, outside = _cue_ranges(span)
     data = {
         "id": f"{doc_id}:{span.start_char}-{span.end_char}",
@@ -186,18 +174,20 @@ def overlaps(spans: Sequence[Span]) -> bool:
     return any(b.start_char < a.end_char for a, b in zip(ordered, ordered[1:]))
 
 
-def inline_html(doc: Doc, spans: Sequence[Span], doc_id: str, focus: Dict[int, List[Span]], noun: str) -> str:
+def inline_html(
+    doc: Doc, spans: Sequence[Span], doc_id: str, focus: Dict[int, List[Span]], noun: str, kinds: Sequence[str]
+) -> str:
     """The note as it is, each chunk in its place (chunks do not overlap)."""
     ordered = sorted(enumerate(spans), key=lambda pair: (pair[1].start_char, pair[1].end_char))
     parts, pos = [], 0
     for index, span in ordered:
         parts.append(html.escape(doc.text[pos : span.start_char]))
-        parts.append(chunk_html(span, index, doc_id, focus.get(index, ()), noun))
+        parts.append(chunk_html(span, index, doc_id, focus.get(index, ()), noun, kinds[index]))
         pos = span.end_char
     parts.append(html.escape(doc.text[pos:]))
     return "".join(parts)
 
 
-def cards_html(spans: Sequence[Span], doc_id: str, focus: Dict[int, List[Span]], noun: str) -> str:
+def cards_html(spans: Sequence[Span], doc_id: str, focus: Dict[int, List[Span]], noun: str, kinds: Sequence[str]) -> str:
     """Overlapping spans (sliding windows): one block each, in order."""
-    return "".join(chunk_html(s, i, doc_id, focus.get(i, ()), noun) for i, s in enumerate(spans))
+    return "".join(chunk_html(s, i, doc_id, focus.get(i, ()), noun, kinds[i]) for i, s in enumerate(spans))

@@ -367,3 +367,21 @@ def test_focus_spans_inside_their_chunks_and_window_context_in_the_panel(tmp_pat
             assert problems == [], problems
         finally:
             context.close()
+
+
+@pytest.mark.parametrize("name", ["discharge_summary_en_flat.txt", "discharge_summary_en.txt", "arztbrief_de.txt"])
+def test_the_page_counts_the_headers_the_records_flag(name):
+    """One header fact: the page's headers are the records' ``is_header`` chunks, flattened
+    exports included (the view counted none of the flattened note's fifteen-odd headers)."""
+    from spacy_clinchunk.export.records import records_of
+    from spacy_clinchunk.export.view_chunks import HEADER, kinds_of
+    from spacy_clinchunk.pipeline import resolve_pipeline
+
+    resolved = resolve_pipeline("default")
+    doc = resolved.nlp((NOTE.parent / name).read_text(encoding="utf-8"))
+    records = records_of(doc, resolved)
+    kinds = kinds_of(doc, list(doc.spans[resolved.chunks_key]))
+    assert [k == HEADER for k in kinds] == [r["is_header"] for r in records]
+    assert sum(r["is_header"] for r in records) >= 8
+    page = render_html(doc, resolved.chunks_key)
+    assert page.count('data-kind="header"') == sum(r["is_header"] for r in records)
