@@ -83,7 +83,9 @@ def test_focus_spans_come_from_the_loose_piece_while_the_clause_chunks_stay_shor
     owner = chunks[crossing._.clin_focus_of]
     assert owner.text == "history of severe global developmental delay"
     assert crossing.start_char < owner.start_char  # it starts in the chunk before
-    assert crossing._.clin_assertion == owner._.clin_assertion == "historical"
+    # "a long history of" gives the duration of a current complaint (issue 40, round 3: the
+    # guide's reading of historical), so both read affirmed; what matters is that they agree
+    assert crossing._.clin_assertion == owner._.clin_assertion == "affirmed"
     # from the tight chunks alone no focus span crosses a chunk
     tight = chain({"max_tokens": 8}, {})(NOTE)
     assert "long history of severe global developmental delay" not in chunk_texts(tight, attrs.FOCUS_KEY)
