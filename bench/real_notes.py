@@ -96,36 +96,17 @@ def run_ours(resolved, text: str, concepts: Sequence[dict]) -> Tuple[List[Tuple[
     for _, proc in nlp.pipeline:
         doc = proc(doc)
     concept_view = [_status_of(span) for span in doc.spans[CONCEPTS_KEY]]
+    from spacy_clinchunk.groundtruth.assertion_score import holding_spans
+
     chunks = sorted(doc.spans[resolved.chunks_key], key=lambda s: s.start_char)
     chunk_view = [_status_of(chunk) if chunk is not None else (NO_CHUNK, frozenset())
-                  for chunk in holding_chunks(chunks, concepts)]
+                  for chunk in holding_spans(chunks, [(c["start"], c["end"]) for c in concepts])]
     return concept_view, chunk_view
 
 
 def _status_of(span) -> Tuple[str, frozenset]:
     statuses = frozenset(span._.clin_assertion_statuses or ()) or frozenset({"affirmed"})
     return span._.clin_assertion, statuses
-
-
-def holding_chunks(chunks: Sequence, concepts: Sequence[dict]) -> List:
-    """The chunk with the largest character overlap with each concept (None when none overlaps);
-    chunks sorted by start, linear in chunks and concepts together."""
-    from bisect import bisect_right
-
-    starts = [c.start_char for c in chunks]
-    found = []
-    for concept in concepts:
-        best, best_overlap = None, 0
-        i = max(bisect_right(starts, concept["start"]) - 1, 0)
-        # chunks may overlap (pieces, coordination): look back a few and forward to the concept's end
-        for chunk in chunks[max(i - 8, 0):]:
-            if chunk.start_char >= concept["end"]:
-                break
-            overlap = min(chunk.end_char, concept["end"]) - max(chunk.start_char, concept["start"])
-            if overlap > best_overlap:
-                best, best_overlap = chunk, overlap
-        found.append(best)
-    return found
 
 
 # -- medspaCy -------------------------------------------------------------------------------

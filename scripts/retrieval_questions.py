@@ -32,6 +32,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
+from spacy_clinchunk.export.blocks import trim
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("CLINCHUNK_SHARED_DATA") or ROOT.parent / "shared" / "data")
 DATA_DIR = ROOT / "bench" / "data" / "real_notes"
@@ -120,15 +122,6 @@ def read_notes(lang: str) -> Dict[str, str]:
     return {row["id"]: row["text"] for row in read_jsonl(SHARED / "real_notes" / NOTE_FILES[lang])}
 
 
-def trimmed(text: str, start: int, end: int) -> Range:
-    """``[start, end)`` less separators and whitespace at either end."""
-    while start < end and text[start] in EDGE:
-        start += 1
-    while end > start and text[end - 1] in EDGE:
-        end -= 1
-    return start, end
-
-
 def sentence_around(text: str, start: int, end: int) -> Range:
     """The sentence that holds ``text[start:end]`` (every sentence it touches), trimmed."""
     left, right = 0, len(text)
@@ -138,7 +131,7 @@ def sentence_around(text: str, start: int, end: int) -> Range:
         elif match.start() >= end:
             right = match.end() if text[match.start()] in ".!?" else match.start()
             break
-    return trimmed(text, left, right)
+    return trim(text, left, right, EDGE)
 
 
 def letters(text: str) -> int:
@@ -181,7 +174,7 @@ def section_questions(notes: Dict[str, Dict[str, str]]) -> List[dict]:
         bodies: Dict[str, List[Range]] = defaultdict(list)
         for i, mark in enumerate(marks):
             stop = marks[i + 1]["start"] if i + 1 < len(marks) else len(text)
-            body = trimmed(text, mark["end"], stop)
+            body = trim(text, mark["end"], stop, EDGE)
             if mark["category"] in SECTION_TEMPLATES[lang] and re.search(r"\w", text[body[0]:body[1]]):
                 bodies[mark["category"]].append(body)
         for category in sorted(bodies, key=lambda c: bodies[c][0]):

@@ -105,8 +105,8 @@ def passages_of(
     blocks: List[Passage] = []
     for start, end, section in _regions(doc, text):
         title = _title(text, start, headers) if section is not None else None
-        units = [r for r in (_trim(text, max(s.start, start), min(s.end, end)) for s in sentences if s.end > start and s.start < end) if r[0] < r[1]]
-        pieces = [p for unit in (units or [_trim(text, start, end)]) for p in _cut(text, unit, cuts, budget, count)]
+        units = [r for r in (trim(text, max(s.start, start), min(s.end, end)) for s in sentences if s.end > start and s.start < end) if r[0] < r[1]]
+        pieces = [p for unit in (units or [trim(text, start, end)]) for p in _cut(text, unit, cuts, budget, count)]
         blocks.extend(Passage(a, b, title, section) for a, b in _pack(pieces, budget))
     return Passages(sentences, blocks, headers)
 
@@ -119,11 +119,12 @@ def _tokens(counter: Counter) -> Callable[[str], int]:
     return count
 
 
-def _trim(text: str, start: int, end: int) -> Range:
-    """``[start, end)`` without the whitespace and flattened separators at its edges."""
-    while start < end and text[start] in _EDGE:
+def trim(text: str, start: int, end: int, edge: str = _EDGE) -> Range:
+    """``[start, end)`` without the characters of ``edge`` at its ends (default: whitespace and
+    the separators a flattened export leaves)."""
+    while start < end and text[start] in edge:
         start += 1
-    while end > start and text[end - 1] in _EDGE:
+    while end > start and text[end - 1] in edge:
         end -= 1
     return start, end
 
@@ -131,7 +132,7 @@ def _trim(text: str, start: int, end: int) -> Range:
 def _sentence_ranges(doc: Doc, text: str) -> List[Range]:
     if not doc.has_annotation("SENT_START"):
         return []
-    ranges = (_trim(text, s.start_char, s.end_char) for s in doc.sents)
+    ranges = (trim(text, s.start_char, s.end_char) for s in doc.sents)
     return [r for r in ranges if r[0] < r[1]]
 
 
@@ -153,7 +154,7 @@ def _regions(doc: Doc, text: str) -> List[Tuple[int, int, Optional[str]]]:
         regions.append((cursor, len(text), None))
     merged: List[Tuple[int, int, Optional[str]]] = []
     for start, end, category in regions:
-        a, b = _trim(text, start, end)
+        a, b = trim(text, start, end)
         if a >= b:
             continue
         if category is None and merged and merged[-1][2] is not None and _only_a_header(text, *merged[-1][:2]):
@@ -165,13 +166,13 @@ def _regions(doc: Doc, text: str) -> List[Tuple[int, int, Optional[str]]]:
 
 def _only_a_header(text: str, start: int, end: int) -> bool:
     """A section that holds its header and nothing else (its field labels opened sections of their own)."""
-    a, b = _trim(text, start, end)
+    a, b = trim(text, start, end)
     return text[a:b].endswith(":") and "\n" not in text[a:b]
 
 
 def _title(text: str, start: int, headers: List[Range]) -> Optional[str]:
     """The header label the section starting at ``start`` opens with."""
-    a, _ = _trim(text, start, len(text))
+    a, _ = trim(text, start, len(text))
     for head, end in headers:
         if head == a:
             return text[head:end]
@@ -189,7 +190,7 @@ def _cut(text: str, unit: Range, cuts: List[int], budget: int, count: Callable[[
         return [(start, end, tokens)]
     inside = cuts[bisect_right(cuts, start):bisect_right(cuts, end - 1)]
     bounds = [start, *inside, end]
-    pieces = (_trim(text, a, b) for a, b in zip(bounds, bounds[1:]))
+    pieces = (trim(text, a, b) for a, b in zip(bounds, bounds[1:]))
     return [(a, b, count(text[a:b])) for a, b in pieces if a < b]
 
 
@@ -223,7 +224,7 @@ def header_ranges(doc: Doc, text: str, nlp: Any = None) -> List[Range]:
     for span in doc.spans[attrs.SECTIONS_KEY] if attrs.SECTIONS_KEY in doc.spans else ():
         label = _LABEL_END.search(text, span.start_char, span.end_char)
         if label is not None:
-            ranges.append(_trim(text, span.start_char, label.start()))
+            ranges.append(trim(text, span.start_char, label.start()))
     return sorted({*(r for r in ranges if r[0] < r[1]), *titles})
 
 

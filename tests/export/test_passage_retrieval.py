@@ -87,27 +87,3 @@ def test_token_overlap_measures():
     assert bench.covered(tokens, [(2, 3)]) == set()  # whitespace only
     assert bench.overlap_measures(set(), evidence) == (0.0, 0.0, 0.0)
     assert bench.overlap_measures({0, 1, 2, 3}, evidence) == (1.0, 0.5, 0.5)
-
-
-def test_fallback_blocks_cut_at_sentences_within_budget():
-    import spacy
-
-    bench = _module("bench_passage_retrieval", ROOT / "bench" / "passage_retrieval.py")
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    doc = nlp("Intro line here. HISTORY: one two. three four five. six. PLAN: go home now please today.")
-    plan = doc.text.index("PLAN")
-    doc.spans["clin_sections"] = [doc.char_span(doc.text.index("HISTORY"), plan - 1, alignment_mode="expand"),
-                                  doc.char_span(plan, len(doc.text))]
-
-    def words(text, **_):  # a word-piece tokenizer double: one piece per whitespace word
-        return {"offset_mapping": [m.span() for m in re.finditer(r"\S+", text)]}
-
-    sentences, blocks = bench.fallback_parents(doc, words, 4)
-    starts = {s for s, _ in sentences}
-    assert [doc.text[a:b].strip() for a, b in blocks] == [
-        "Intro line here.", "HISTORY: one two.", "three four five. six.", "PLAN: go home now", "please today."]
-    for start, end in blocks[:-1]:
-        assert len(doc.text[start:end].split()) <= 4
-    assert {a for a, _ in blocks[:4]} <= starts | {0}
-    assert bench.parent_of((doc.text.index("five"), doc.text.index("five") + 4), blocks) == blocks[2]
