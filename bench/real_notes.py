@@ -58,10 +58,18 @@ def read_notes(lang: str) -> Dict[str, str]:
         return {row["id"]: row["text"] for row in map(json.loads, handle)}
 
 
-def read_concepts(lang: str, split: str) -> List[dict]:
+def read_concepts(lang: str, split: str, added_in: Optional[str] = None) -> List[dict]:
+    """The split's concepts; ``added_in``: only the dev notes a round added (``splits.json``'s
+    ``dev_added``), so a round can measure its new notes before its first rule change."""
     path = DATA_DIR / f"{lang}_{split}.jsonl"
     with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        concepts = [json.loads(line) for line in handle if line.strip()]
+    if added_in is None:
+        return concepts
+    added = json.loads((DATA_DIR / "splits.json").read_text(encoding="utf-8"))[lang].get("dev_added", {})
+    if split != "dev" or added_in not in added:
+        raise SystemExit(f"no {lang} dev notes added in round {added_in} (splits.json dev_added: {sorted(added)})")
+    return [c for c in concepts if c["note"] in set(added[added_in])]
 
 
 def by_note(concepts: Sequence[dict]) -> Dict[str, List[dict]]:
@@ -188,9 +196,10 @@ def table(concepts: Sequence[dict], systems: Dict[str, List[Tuple[str, frozenset
     return lines
 
 
-def evaluate(lang: str, split: str, config: str, pipeline_lang: Optional[str], with_medspacy: bool):
+def evaluate(lang: str, split: str, config: str, pipeline_lang: Optional[str], with_medspacy: bool,
+             added_in: Optional[str] = None):
     """(concepts in note order, {system: predictions}, seconds of ours)."""
-    notes, concepts = read_notes(lang), read_concepts(lang, split)
+    notes, concepts = read_notes(lang), read_concepts(lang, split, added_in)
     grouped = by_note(concepts)
     resolved = load_ours(config, pipeline_lang)
     ordered: List[dict] = []
@@ -227,6 +236,8 @@ def main(argv=None) -> int:
     parser.add_argument("--lang", default=None, help="the pipeline's --lang (default: as the config ships: auto)")
     parser.add_argument("--errors", action="store_true", help="list misses (dev split only)")
     parser.add_argument("--no-medspacy", action="store_true")
+    parser.add_argument("--added-in", default=None, metavar="ROUND",
+                        help="dev only: just the notes that round added (measured before its first rule change)")
     args = parser.parse_args(argv)
     from spacy_clinchunk.logs import quiet_third_party_logging
 
@@ -239,9 +250,11 @@ def main(argv=None) -> int:
         if not notes_path(lang).is_file():
             print(f"the shared notes are missing: {notes_path(lang)}", file=sys.stderr)
             return 1
-        concepts, systems, seconds = evaluate(lang, args.split, args.config, args.lang, not args.no_medspacy)
+        concepts, systems, seconds = evaluate(lang, args.split, args.config, args.lang, not args.no_medspacy,
+                                             args.added_in)
         n_notes = len({c["note"] for c in concepts})
-        print(f"\n### {lang} {args.split}: {len(concepts)} concepts in {n_notes} notes "
+        part = f" (notes added in round {args.added_in})" if args.added_in else ""
+        print(f"\n### {lang} {args.split}{part}: {len(concepts)} concepts in {n_notes} notes "
               f"(config {args.config}, pipeline lang {args.lang or 'as shipped'}; ours {seconds:.1f} s)\n")
         print("\n".join(table(concepts, systems)))
         if args.errors:

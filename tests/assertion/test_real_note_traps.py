@@ -55,6 +55,8 @@ def test_test_and_dev_notes_never_meet():
     splits = json.loads((DATA_DIR / "splits.json").read_text(encoding="utf-8"))
     for lang in LANGS:
         assert not set(splits[lang]["test"]) & set(splits[lang]["dev"])
+        for notes in splits[lang].get("dev_added", {}).values():  # a round's new dev notes are dev notes
+            assert set(notes) <= set(splits[lang]["dev"])
 
 
 def _trap_results():
