@@ -1,4 +1,8 @@
 """One concept span, assessed by clin_context_assertion in a blank pipeline or under medspaCy."""
+import json
+from pathlib import Path
+
+import pytest
 import spacy
 
 from spacy_clinchunk.components.context_assertion import FACTORY
@@ -38,3 +42,12 @@ def check(lang, text, concept, expected, sectionizer=False):
     cues = [c["text"] for c in span._.clin_assertion_cues]
     assert span._.clin_assertion == expected, (lang, text, concept, span._.clin_assertion, cues)
     return span
+
+
+def sentence_groups(path: Path):
+    """(groups, params) of a file of regression sentences: ``{group: {"why", "cases": [[lang, text,
+    concept, expected], ...]}}``, one pytest param per case, named by its group."""
+    groups = json.loads(path.read_text(encoding="utf-8"))
+    params = [pytest.param(*case, id=f"{group}-{number}") for group, data in groups.items()
+              for number, case in enumerate(data["cases"])]
+    return groups, params

@@ -118,6 +118,8 @@ class AssertionEngine:
             return True
         if _in_compound(target, m_start, m_end):  # "history" in "history-taking" names the concept
             return False
+        if _names_the_finding(modifier) and not _comma_between(target.doc, target.start, m_start):
+            return True  # "transferred to recovery in stable condition": the cue is the clause's finding
         # cue inside the span: what of the span lies before the cue's reach must be light,
         # or a forward cue's scope runs to the span's end with no comma before the cue: the
         # span's last words, where a finding's head stands, are what it governs ("Evaluation
@@ -188,6 +190,15 @@ def _label_for(modifier: Any, target: Span) -> Optional[str]:
         if isinstance(inside, str) and inside in PRECEDENCE:
             return inside
     return label
+
+
+def _names_the_finding(modifier: Any) -> bool:
+    """A cue that is a finding of its own status ("in stable condition", "in stabilem Zustand":
+    ``metadata.inside_span`` equal to its category's status): a clause holding it reports that
+    finding, whatever words of the clause come before it."""
+    metadata = getattr(modifier.rule, "metadata", None) or {}
+    inside = metadata.get("inside_span") if isinstance(metadata, dict) else None
+    return inside is not None and inside == CATEGORY_LABELS.get(modifier.category)
 
 
 def _cancels_section(modifier: Any) -> Tuple[str, ...]:
