@@ -4,9 +4,10 @@ Rules used by the splitters when ``keep_coordinated`` is on (off by default, so 
 existing strategies keep their output). They look only at a few words on each side of
 the candidate split, so a list of any length is judged in linear time:
 
-* at a conjunction: keep the coordination when the right conjunct (up to a stop word or
-  punctuation) has at most ``max_conjunct_words`` words and either it is one word
-  ("lip and palate"), the left conjunct has at most two words ("kidney or collecting
+* at a conjunction: never keep two bare one-word findings that end their clause part
+  ("seizures and microcephaly": two findings, two chunks); keep the coordination when the
+  right conjunct (up to a stop word or punctuation) has at most ``max_conjunct_words`` words
+  and either it is one word ("cleft lip and palate"), the left conjunct has at most two words ("kidney or collecting
   system"), the word before the conjunction is a modifier sharing the right conjunct's
   head ("aplastic or hypoplastic nails", "carpal and tarsal bones"), or the two conjuncts
   share their first or last word; never when the right conjunct has several words and opens
@@ -106,11 +107,15 @@ class CoordinationRules:
     def keeps_conjunction(self, text: str, chunk: Tuple[int, int], conj: Tuple[int, int]) -> bool:
         """Whether the conjunction at ``conj`` joins parts of one concept."""
         left = self._left(text, chunk[0], conj[0])
-        right, _ = self._right(text, conj[1], chunk[1])
+        right, closed = self._right(text, conj[1], chunk[1])
         if not left or not right or len(right) > self.max_words:
             return False
         if len(right) > 1 and self._opens_with_a_name(text, conj[1], chunk[1]):
             return False  # "the store and Mary went": a new clause with its own subject
+        if len(left) == 1 and len(right) == 1 and closed and not self.is_modifier(left[0]):
+            # "seizures and microcephaly": two findings, nothing shared between them; not when a
+            # verb or preposition follows ("Neurology and genetics will follow": one subject)
+            return False
         if len(right) == 1 or len(left) <= 2 or self.is_modifier(left[-1]):
             return True  # "lip and palate", "kidney or collecting system", "carpal and tarsal bones"
         return _share_edge_word(left[-len(right):], right)

@@ -159,3 +159,24 @@ def test_keep_coordinated_still_splits_before_a_clause_with_a_named_subject(lang
         assert any("Fieber und Schüttelfrost" in chunk for chunk in chunks), chunks
     else:
         assert chunks == expected
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # a peer's test case: two findings, nothing shared, become two chunks in the default
+        ("seizures and microcephaly", ["seizures", "microcephaly"]),
+        ("The child has seizures and microcephaly.", ["child has seizures", "microcephaly"]),
+        # a modifier may share the head after it: one concept
+        ("aplastic or hypoplastic nails", ["aplastic or hypoplastic nails"]),
+        ("Cleft lip and palate.", ["Cleft lip and palate"]),
+        # a verb after the right conjunct: the two are one subject of it
+        ("Neurology and genetics will follow her.", ["Neurology and genetics will follow"]),
+    ],
+)
+def test_the_default_splits_two_bare_findings(text, expected):
+    from spacy_clinchunk.pipeline import resolve_pipeline
+
+    resolved = resolve_pipeline("default", lang="en")
+    doc = resolved.nlp(text)
+    assert [span.text for span in doc.spans[resolved.chunks_key]] == expected
