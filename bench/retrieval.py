@@ -5,7 +5,7 @@
 
     .venv/bin/python bench/retrieval.py [--limit N] [--rows punct_conj_cleaned,evidence,retrieval]
                                         [--compare A B] [--bootstrap 1000] [--repeat 3] [--cache F.npz]
-                                        [--dictated] [--max-tokens N]
+                                        [--dictated] [--max-tokens N] [--parents block|sentence]
 
 Measures, per row (a config's span group, or the annotations' own evidence spans):
 
@@ -24,6 +24,11 @@ Measures, per row (a config's span group, or the annotations' own evidence spans
 ``. , ; :`` replaced by spaces (same offsets, same annotations), as in dictated or copy-pasted
 EHR text; a last column gives each dictated figure over its punctuated one.
 ``--max-tokens N`` sets ``clin_size_ceiling``'s ceiling in every row that has one (a sweep).
+``--parents block`` (or ``sentence``) scores small-to-big for every pipeline row: the top k spans
+of each query are mapped to their parents as records find them (``export/blocks.passages_of``,
+``--block-tokens``), and the row adds Pass@k of the distinct parents returned and the cl100k tokens
+per query of the spans and of the parents (what the LLM is handed). Ties are taken in index order
+here, not in expectation.
 
 Annotations labelled ``UNKNOWN`` (no HPO label) are neither queries nor labels.
 ``--compare A B`` prints paired bootstrap intervals (resampling documents) of B - A.
@@ -78,6 +83,7 @@ class Row:
     seconds: float = 0.0
     words: int = 0
     extra: Dict[str, float] = field(default_factory=dict)
+    parents: Optional[List[List[Range]]] = None  # --parents: each chunk's block (or sentence), as records carry it
 
 
 def load_documents(path: Path, limit: int = 0) -> List[Document]:
@@ -108,6 +114,7 @@ def dictated(docs: Sequence[Document]) -> List[Document]:
 
 DIGITS = int(os.environ.get("CLINCHUNK_BENCH_DIGITS", "3"))  # Pass@k / acc@1 decimals (more to compare unrounded)
 CEILING: Dict[str, int] = {}  # --max-tokens: the ceiling of every row that has clin_size_ceiling
+PARENTS: Dict[str, object] = {}  # --parents: {"kind": "block"|"sentence", "block_tokens": N}
 
 
 def pipeline_row(name: str, docs: Sequence[Document], spans_key: Optional[str] = None, repeat: int = 1) -> Row:
@@ -124,10 +131,25 @@ def pipeline_row(name: str, docs: Sequence[Document], spans_key: Optional[str] =
     seconds = float("inf")
     for _ in range(max(1, repeat)):  # best of N passes: the machine is shared
         start = time.perf_counter()
-        chunks = [[(s.start_char, s.end_char) for s in doc.spans.get(key, [])] for doc in nlp.pipe(d.text for d in docs)]
+        parsed = list(nlp.pipe(d.text for d in docs))
         seconds = min(seconds, time.perf_counter() - start)
+    chunks = [[(s.start_char, s.end_char) for s in doc.spans.get(key, [])] for doc in parsed]
     label = Path(name).stem if key == "clin_chunks" else f"{Path(name).stem} [{key}]"
-    return Row(label, chunks, seconds, sum(len(d.text.split()) for d in docs))
+    parents = [parents_of(doc, spans, nlp) for doc, spans in zip(parsed, chunks)] if PARENTS else None
+    return Row(label, chunks, seconds, sum(len(d.text.split()) for d in docs), parents=parents)
+
+
+def parents_of(doc, spans: Sequence[Range], nlp) -> List[Range]:
+    """Each span's parent passage (``--parents block|sentence``), found as a record finds it
+    (:func:`~spacy_clinchunk.export.blocks.passages_of`, the pipeline's block budget); a span
+    without one is its own parent."""
+    from spacy_clinchunk.export.blocks import passages_of
+
+    text = doc.text
+    passages = passages_of(doc, text, list(doc.spans.get("clin_chunks", [])), PARENTS["block_tokens"], nlp=nlp)
+    find = passages.block_at if PARENTS["kind"] == "block" else passages.sentence_at
+    found = [find(start) for start, _ in spans]
+    return [(p.start, p.end) if p is not None else span for p, span in zip(found, spans)]
 
 
 def default_key(nlp) -> str:
@@ -204,6 +226,12 @@ class Measures:
 
     pass_hits: List[List[float]]  # per doc, per query
     acc_hits: List[List[float]]  # per doc, per touching chunk
+    # --parents, per doc, per query: a returned parent overlaps the evidence (top k in rank
+    # order, ties in index order); tokens of the k spans and of their distinct parents
+    parent_hits: List[List[float]] = field(default_factory=list)
+    span_tokens: List[List[float]] = field(default_factory=list)
+    parent_tokens: List[List[float]] = field(default_factory=list)
+    largest_parent: int = 0  # cl100k tokens of the largest parent any query returned
 
 
 def measure(row: Row, docs: Sequence[Document], cache: EmbeddingCache, k: int,
@@ -226,6 +254,23 @@ def measure(row: Row, docs: Sequence[Document], cache: EmbeddingCache, k: int,
     ends = np.array([r[1] for _, r, _ in flat], dtype=np.int64)
     by_label = label_vectors @ chunk_vectors.T if len(flat) else np.zeros((len(labels), 0))
     pass_hits: List[List[float]] = [[] for _ in docs]
+    parent_hits: List[List[float]] = [[] for _ in docs]
+    span_tokens: List[List[float]] = [[] for _ in docs]
+    parent_tokens: List[List[float]] = [[] for _ in docs]
+    parent_of = [(n, p) for n, parents in enumerate(row.parents) for p in parents] if row.parents else None
+    largest = [0]
+
+    def returned(number: int, annotation: Annotation, scores: np.ndarray) -> None:
+        """What small-to-big hands the LLM for one query: the top k spans' distinct parents."""
+        top = np.argsort(-scores, kind="stable")[:k]
+        picked = {parent_of[i] for i in top}
+        span_tokens[number].append(float(sum(token_count(flat[i][2]) for i in top)))
+        sizes = [token_count(docs[n].text[a:b]) for n, (a, b) in picked]
+        largest[0] = max([largest[0], *sizes])
+        parent_tokens[number].append(float(sum(sizes)))
+        parent_hits[number].append(float(any(n == number and any(a < e and s < b for s, e in annotation.spans)
+                                             for n, (a, b) in picked)))
+
     for number, doc in enumerate(docs):
         for annotation in doc.annotations:
             if annotation.label.lower() in NO_LABEL:
@@ -235,6 +280,8 @@ def measure(row: Row, docs: Sequence[Document], cache: EmbeddingCache, k: int,
                 relevant |= (doc_of == number) & (starts < e) & (s < ends)
             scores = by_label[label_index[annotation.label]]
             pass_hits[number].append(expected_hit(scores, relevant, group, k) if relevant.any() else 0.0)
+            if parent_of is not None:
+                returned(number, annotation, scores)
     acc_hits: List[List[float]] = [[] for _ in docs]
     best = np.argmax(by_label, axis=0) if len(labels) and len(flat) else np.zeros(len(flat), dtype=np.int64)
     for position, (number, chunk, _) in enumerate(flat):
@@ -245,7 +292,19 @@ def measure(row: Row, docs: Sequence[Document], cache: EmbeddingCache, k: int,
         }
         if gold:
             acc_hits[number].append(float(int(best[position]) in gold))
-    return Measures(pass_hits, acc_hits)
+    return Measures(pass_hits, acc_hits, parent_hits, span_tokens, parent_tokens, largest[0])
+
+
+_ENCODING: List[object] = []
+
+
+def token_count(text: str) -> int:
+    """cl100k tokens (tiktoken, offline): what an LLM is billed for the text handed to it."""
+    if not _ENCODING:
+        from spacy_clinchunk.llm.tokens import get_encoding  # the offline twin: never the network
+
+        _ENCODING.append(get_encoding("cl100k_base"))
+    return len(_ENCODING[0].encode(text, disallowed_special=()))
 
 
 def pooled(values: List[List[float]], docs: Optional[np.ndarray] = None) -> float:
@@ -310,6 +369,9 @@ def table(rows: List[Tuple[Row, Measures, Dict[str, Optional[float]]]], k: int,
     header = ["rows", f"Pass@{k}", "acc@1", "integrity", "isolation", "coverage", "words/chunk", "chunks", "words/s"]
     if base is not None:
         header.append("dictated / punctuated (Pass, acc)")
+    if PARENTS:
+        header += [f"Pass@{k} ({PARENTS['kind']}s returned)", "tokens/query (spans)", f"tokens/query ({PARENTS['kind']}s)",
+                   f"largest {PARENTS['kind']} (tokens)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row, m, s in rows:
         speed = f"{row.words / row.seconds:,.0f}" if row.seconds else "-"
@@ -327,6 +389,10 @@ def table(rows: List[Tuple[Row, Measures, Dict[str, Optional[float]]]], k: int,
             cells.append("-" if ref is None else "{:.4f}x, {:.4f}x".format(
                 *(pooled(a) / max(pooled(b), 1e-9) for a, b in ((m.pass_hits, ref.pass_hits), (m.acc_hits, ref.acc_hits)))
             ))
+        if PARENTS:
+            cells += ["-"] * 4 if not m.parent_hits or not any(m.parent_hits) else [
+                f"{pooled(m.parent_hits):.{DIGITS}f}", f"{pooled(m.span_tokens):.0f}", f"{pooled(m.parent_tokens):.0f}",
+                str(m.largest_parent)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -351,7 +417,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--cache", type=Path, help="keep embeddings in this .npz between runs (written 0600)")
     parser.add_argument("--dictated", action="store_true", help="also every row on the text with . , ; : blanked out")
     parser.add_argument("--max-tokens", type=int, help="clin_size_ceiling's max_tokens in every row that has it")
+    parser.add_argument("--parents", choices=("block", "sentence"), help="small-to-big: also score the top k spans' "
+                        "parents (records' blocks or sentences) and count the cl100k tokens handed to the LLM per query")
+    parser.add_argument("--block-tokens", type=int, default=256, help="block budget with --parents block")
     args = parser.parse_args(argv)
+    if args.parents:
+        PARENTS.update(kind=args.parents, block_tokens=args.block_tokens)
     if args.max_tokens:
         CEILING["max_tokens"] = args.max_tokens
     from spacy_clinchunk.cli import quiet_third_party_logging

@@ -87,3 +87,26 @@ def test_token_overlap_measures():
     assert bench.covered(tokens, [(2, 3)]) == set()  # whitespace only
     assert bench.overlap_measures(set(), evidence) == (0.0, 0.0, 0.0)
     assert bench.overlap_measures({0, 1, 2, 3}, evidence) == (1.0, 0.5, 0.5)
+
+
+def test_small_to_big_in_the_concept_bench_returns_blocks_and_counts_tokens():
+    """``bench/retrieval.py --parents block``: the top span of a query maps to its section block
+    as records find it, the block is what counts as returned, and the tokens handed over are the
+    block's (more than the span's)."""
+    bench = _module("bench_retrieval", ROOT / "bench" / "retrieval.py")
+    text = ("HISTORY: The child has seizures since infancy. She also has feeding problems.\n"
+            "EXAM: Small head. Reflexes are brisk in both legs.")
+    evidence = text.index("feeding problems")
+    docs = [bench.Document("d1", text, [bench.Annotation("Feeding difficulties", [(evidence, evidence + 16)])])]
+    bench.PARENTS.update(kind="block", block_tokens=256)
+    try:
+        row = bench.pipeline_row("default", docs)
+        measures = bench.measure(row, docs, bench.EmbeddingCache(), k=1)
+    finally:
+        bench.PARENTS.clear()
+    assert len(row.parents[0]) == len(row.chunks[0])
+    for (start, end), (p_start, p_end) in zip(row.chunks[0], row.parents[0]):
+        assert p_start <= start and end <= p_end  # each span lies in its block
+    assert measures.parent_hits == [[1.0]]
+    assert measures.parent_tokens[0][0] > measures.span_tokens[0][0] > 0
+    assert measures.largest_parent == measures.parent_tokens[0][0]
