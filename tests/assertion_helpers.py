@@ -1,4 +1,8 @@
 """One concept span, assessed by clin_context_assertion in a blank pipeline or under medspaCy."""
+import json
+from pathlib import Path
+
+import pytest
 import spacy
 
 from spacy_clinchunk.components.context_assertion import FACTORY
@@ -38,3 +42,14 @@ def check(lang, text, concept, expected, sectionizer=False):
     cues = [c["text"] for c in span._.clin_assertion_cues]
     assert span._.clin_assertion == expected, (lang, text, concept, span._.clin_assertion, cues)
     return span
+
+
+def case_groups(name):
+    """Regression sentences kept as data (``tests/data/<name>.json``: groups, each with why it
+    holds and its ``[lang, text, concept, expected]`` cases): the groups and the cases as
+    pytest params, ids ``<group>-<number>``."""
+    path = Path(__file__).resolve().parent / "data" / f"{name}.json"
+    groups = json.loads(path.read_text(encoding="utf-8"))
+    cases = [pytest.param(*case, id=f"{group}-{number}")
+             for group, data in groups.items() for number, case in enumerate(data["cases"])]
+    return groups, cases

@@ -3,17 +3,12 @@
 Each rule is a general clinical-language pattern, shipped in every language where the language has
 the construction. The sentences are ours; the real notes only showed which patterns were missing.
 """
-import json
-
 import pytest
 
-from assertion_helpers import assess, check
-from conftest import ROOT
+from assertion_helpers import assess, case_groups, check
 
 # the sentences, by pattern, each group with why it holds: data, read from tests/data
-CASES_FILE = ROOT / "tests" / "data" / "assertion_round3.json"
-GROUPS = json.loads(CASES_FILE.read_text(encoding="utf-8"))
-CASES = [pytest.param(*case, id=f"{group}-{number}") for group, data in GROUPS.items() for number, case in enumerate(data["cases"])]
+GROUPS, CASES = case_groups("assertion_round3")
 
 
 @pytest.mark.parametrize("lang,text,concept,expected", CASES)
