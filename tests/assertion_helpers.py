@@ -44,10 +44,12 @@ def check(lang, text, concept, expected, sectionizer=False):
     return span
 
 
-def sentence_groups(path: Path):
-    """(groups, params) of a file of regression sentences: ``{group: {"why", "cases": [[lang, text,
-    concept, expected], ...]}}``, one pytest param per case, named by its group."""
+def case_groups(name):
+    """Regression sentences kept as data (``tests/data/<name>.json``: groups, each with why it
+    holds and its ``[lang, text, concept, expected]`` cases): the groups and the cases as
+    pytest params, ids ``<group>-<number>``."""
+    path = Path(__file__).resolve().parent / "data" / f"{name}.json"
     groups = json.loads(path.read_text(encoding="utf-8"))
-    params = [pytest.param(*case, id=f"{group}-{number}") for group, data in groups.items()
-              for number, case in enumerate(data["cases"])]
-    return groups, params
+    cases = [pytest.param(*case, id=f"{group}-{number}")
+             for group, data in groups.items() for number, case in enumerate(data["cases"])]
+    return groups, cases

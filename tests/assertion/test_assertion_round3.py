@@ -5,11 +5,10 @@ the construction. The sentences are ours; the real notes only showed which patte
 """
 import pytest
 
-from assertion_helpers import assess, check, sentence_groups
-from conftest import ROOT
+from assertion_helpers import assess, case_groups, check
 
 # the sentences, by pattern, each group with why it holds: data, read from tests/data
-GROUPS, CASES = sentence_groups(ROOT / "tests" / "data" / "assertion_round3.json")
+GROUPS, CASES = case_groups("assertion_round3")
 
 
 @pytest.mark.parametrize("lang,text,concept,expected", CASES)

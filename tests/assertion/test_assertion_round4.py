@@ -5,11 +5,10 @@ are ours. Each group says why it holds.
 """
 import pytest
 
-from assertion_helpers import check, sentence_groups
-from conftest import ROOT
+from assertion_helpers import case_groups, check
 from spacy_clinchunk.pipeline import resolve_pipeline
 
-GROUPS, CASES = sentence_groups(ROOT / "tests" / "data" / "assertion_round4_en.json")
+GROUPS, CASES = case_groups("assertion_round4_en")
 
 
 @pytest.mark.parametrize("lang,text,concept,expected", CASES)
