@@ -101,9 +101,13 @@ def run_ours(resolved, text: str, concepts: Sequence[dict]) -> Tuple[List[Tuple[
     nlp = resolved.nlp
     doc = nlp.make_doc(text)
     doc.spans[CONCEPTS_KEY] = [doc.char_span(c["start"], c["end"], alignment_mode="expand") for c in concepts]
-    for _, proc in nlp.pipeline:
+    concept_view: List[Tuple[str, frozenset]] = []
+    for name, proc in nlp.pipeline:
         doc = proc(doc)
-    concept_view = [_status_of(span) for span in doc.spans[CONCEPTS_KEY]]
+        if name == "clin_context_assertion":
+            # read now: spaCy keys span extensions by offsets alone (3.7), so a later focus span
+            # or chunk with a concept's exact offsets would overwrite what the concept was given
+            concept_view = [_status_of(span) for span in doc.spans[CONCEPTS_KEY]]
     from spacy_clinchunk.groundtruth.assertion_score import holding_spans
 
     chunks = sorted(doc.spans[resolved.chunks_key], key=lambda s: s.start_char)
