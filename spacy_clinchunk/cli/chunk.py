@@ -78,14 +78,21 @@ def add_parser(subparsers: Any) -> None:
     )
     corpus.add_argument("--collection", default=None, help="--format chroma: collection name (default clinchunk)")
     corpus.add_argument(
+        "--embedder", choices=("sentence-transformers", "static"), default=None,
+        help="--format chroma: sentence-transformers (default: the bundled all-MiniLM-L6-v2) | static (model2vec "
+        "vectors distilled once from it: far cheaper on CPU, a little less exact; extra 'static')",
+    )
+    corpus.add_argument(
         "--embed-model", default=None,
-        help="--format chroma: sentence-transformers model name or path (default: the bundled all-MiniLM-L6-v2, offline)",
+        help="--format chroma: the embedder's model: a sentence-transformers name or path, or with --embedder static "
+        "a directory saved by model2vec (default: the bundled all-MiniLM-L6-v2, offline, or its distillation)",
     )
     parser.set_defaults(func=run)
 
 
 CORPUS_ONLY = (
-    "workers", "ray_address", "gpus_per_worker", "shard_size", "split_bytes", "chroma_path", "collection", "embed_model"
+    "workers", "ray_address", "gpus_per_worker", "shard_size", "split_bytes", "chroma_path", "collection", "embed_model",
+    "embedder",
 )
 
 
@@ -247,7 +254,7 @@ def _print_llm_usage(usages: List[Dict[str, Any]]) -> None:
 def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     """``--engine local|ray``: sharded, resumable corpus run into the ``--output`` directory."""
     from ..corpus import DEFAULT_SHARD_SIZE, DEFAULT_SPLIT_BYTES, CorpusError, CorpusOptions, RayOptions, run_corpus
-    from ..corpus.chroma import DEFAULT_COLLECTION
+    from ..corpus.chroma import DEFAULT_COLLECTION, DEFAULT_EMBEDDER
 
     if not args.output:
         raise CLIError("--engine needs --output OUT_DIR")
@@ -270,6 +277,7 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         chroma_path=args.chroma_path,
         collection=args.collection or DEFAULT_COLLECTION,
         embed_model=args.embed_model,
+        embedder=args.embedder or DEFAULT_EMBEDDER,
     )
     # Ray's console chatter is the application's to quiet: the CLI asks for WARNING
     ray = RayOptions(

@@ -226,8 +226,10 @@ class VectorRows(Writer):
 
     Chroma's persistent client belongs to one process, so in a corpus run the workers embed
     (the costly part) into these folders and the driver upserts each finished one
-    (:mod:`spacy_clinchunk.corpus.chroma`). ``model``: the embedding model
-    (``spacy_clinchunk.SentenceTransformerEmbedder.v1``; default the bundled, offline MiniLM).
+    (:mod:`spacy_clinchunk.corpus.chroma`). ``embedder``: the kind of embedder
+    (``sentence-transformers``, the default, or ``static``: model2vec vectors, far cheaper on
+    CPU); ``model``: its model (default the bundled, offline MiniLM, or for ``static`` the MiniLM
+    distilled once). The model loads once per process, however many shards a worker writes.
     """
 
     suffix = ".chroma"
@@ -236,9 +238,11 @@ class VectorRows(Writer):
     ROWS, EMBEDDINGS = "rows.jsonl", "embeddings.npy"
 
     def __init__(
-        self, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False, model: Optional[str] = None
+        self, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False,
+        model: Optional[str] = None, embedder: str = "sentence-transformers",
     ) -> None:
         self.model = model
+        self.embedder_kind = embedder
         super().__init__(target, plan, index, keep_headers)
 
     def _open(self) -> None:
@@ -266,7 +270,7 @@ class VectorRows(Writer):
         ]
         if records:
             if self._embedder is None:
-                self._embedder = offline_embedder(model=self.model)
+                self._embedder = offline_embedder(model=self.model, kind=self.embedder_kind)
             texts = [r["enriched_text"] or r["text"] for r in records]
             self._vectors.append(np.asarray(self._embedder.encode(texts), dtype=np.float32))
         self._rows.write("".join(lines))
@@ -298,7 +302,7 @@ def open_writer(
     fmt: str, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False, **settings: Any
 ) -> Writer:
     """A writer of ``fmt`` (a key of :data:`WRITERS`) on ``target``; the flat formats leave section
-    headers out unless ``keep_headers``; ``settings`` of the format (``model`` of ``chroma``)."""
+    headers out unless ``keep_headers``; ``settings`` of the format (``model``, ``embedder`` of ``chroma``)."""
     if fmt not in WRITERS:
         raise RecordError(f"unknown format '{fmt}'; known: {', '.join(WRITERS)}")
     return WRITERS[fmt](target, plan, index, keep_headers, **settings)

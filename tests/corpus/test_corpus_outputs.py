@@ -133,7 +133,7 @@ def test_a_chroma_run_upserts_resumes_and_never_duplicates(tmp_path):
     assert not (out / ".lock").exists()
     assert all(oct(os.stat(os.path.join(d, f)).st_mode & 0o777) == "0o600" for d, _, fs in os.walk(store) for f in fs)
 
-    with pytest.raises(CorpusError, match="holds vectors of all-MiniLM-L6-v2"):
+    with pytest.raises(CorpusError, match="holds vectors of sentence-transformers:all-MiniLM-L6-v2"):
         run_corpus("retrieval", [first], tmp_path / "other", embed_model="some/other-model", **settings)
 
 
@@ -148,6 +148,47 @@ def test_the_cli_upserts_a_corpus_into_chroma_with_two_workers(tmp_path, capsys)
     assert sum(e["upserted"] for e in manifest["shards"].values()) == _collection(store, "notes").count() > 0
     assert cli_main(["chunk", str(inputs), "--format", "chroma"]) == 2  # one document at a time: refused
     assert "--format chroma is a corpus run" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_static_run_upserts_static_vectors_and_refuses_minilm_after_them(tmp_path, capsys, static_embedder):
+    """``--embedder static``, two workers, real Chroma and the cached model2vec distillation of
+    MiniLM: every row holds the static model's vector of its document (its width, its values), a
+    query with the same embedder finds the right note, the collection and the manifest name the
+    embedder, and a rerun into the collection with MiniLM is refused in one line."""
+    import numpy as np
+
+    from spacy_clinchunk.export.vectorstores import query_chroma
+
+    inputs = write_jsonl(tmp_path / "in" / "notes.jsonl", NOTES)
+    store = tmp_path / "store"
+    common = ["chunk", str(inputs), "--strategy", "retrieval", "--engine", "local", "--no-progress", "--format", "chroma",
+              "--chroma-path", str(store), "--collection", "notes"]
+    assert cli_main([*common, "--workers", "2", "--embedder", "static", "-o", str(tmp_path / "out")]) == 0
+    collection = _collection(store, "notes")
+    rows = collection.get(include=["embeddings", "documents"])
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
+    assert len(manifest["shards"]) == 2 and sum(e["upserted"] for e in manifest["shards"].values()) == len(rows["ids"]) > 0
+    vectors = np.asarray(rows["embeddings"])
+    assert vectors.shape == (len(rows["ids"]), static_embedder.model.dim)
+    assert np.allclose(vectors, static_embedder.encode(rows["documents"]), atol=1e-5)
+    label = "static:model2vec(all-MiniLM-L6-v2, pca=256)"
+    assert collection.metadata["clinchunk_embedder"] == label
+    assert all(e["store"][-1] == label for e in manifest["shards"].values())
+    hits = query_chroma(collection, "his father had a stroke", "static", n_results=1)
+    assert hits["metadatas"][0][0]["doc_id"] == "n2"
+
+    capsys.readouterr()
+    assert cli_main([*common, "-o", str(tmp_path / "again")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"holds vectors of {label}, not sentence-transformers:all-MiniLM-L6-v2" in err
+    assert "--embedder static" in err and _collection(store, "notes").count() == len(rows["ids"])
+
+
+def test_an_unknown_embedder_is_one_line(tmp_path):
+    inputs = write_jsonl(tmp_path / "in" / "notes.jsonl", NOTES[:1])
+    with pytest.raises(CorpusError, match="^unknown embedder 'glove'; choose sentence-transformers or static$"):
+        run_corpus("simple", [inputs], tmp_path / "out", fmt="chroma", embedder="glove")
 
 
 def test_binary_and_nul_laden_input_is_refused_with_its_reason(tmp_path, capsys):
