@@ -23,6 +23,7 @@ from .records import RecordError, default_chunks_key, indexed, iter_records, rec
 # the value stored for a chunk nobody assessed (what `assertion != "negated"` filters read)
 NO_ASSERTION = "unassessed"
 _SCALARS = (str, int, float, bool)
+_SCALAR_TYPES = frozenset(_SCALARS)  # exact types: a subclass (an IntEnum) goes through _scalar
 # record fields kept out of a store's metadata: the parent passages' text is the parent's own
 # record (``index="blocks"``, :func:`query_with_parents`); their ids and offsets stay
 _NOT_STORED = ("text", "sentence_text", "block_text", "meta")  # meta: its keys go in flat
@@ -42,7 +43,8 @@ def vector_metadata(record: Dict[str, Any], extra: Optional[Dict[str, Any]] = No
     out: Dict[str, Any] = {}
     extra = {**(record.get("meta") or {}), **(extra or {})}  # the input's own fields, flat
     for key, value in {**extra, **{k: v for k, v in record.items() if k not in _NOT_STORED}}.items():
-        stored = _scalar(record.get("id"), key, value)
+        # most values are plain scalars: kept without a call (a corpus run stores ~30 per chunk)
+        stored = value if type(value) in _SCALAR_TYPES else _scalar(record.get("id"), key, value)
         if stored is not None:
             out[str(key)] = stored
     out["text"] = record["text"]

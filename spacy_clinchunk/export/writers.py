@@ -249,37 +249,50 @@ class VectorRows(Writer):
         self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._rows = open_private(self.path / self.ROWS, "w")
         self._vectors: List[Any] = []
+        self._texts: List[str] = []  # rows written, not yet embedded (in their order)
         self._embedder: Any = None
 
-    def add(self, doc: Any, doc_id: str) -> int:
-        import numpy as np
+    # texts embedded together: a model call per document is a small batch (model2vec tokenizes
+    # faster in bulk, sentence-transformers pads less), and a text repeated in a shard ("No",
+    # "Negative": about 9% of a shard of MTSamples chunks) is embedded once
+    EMBED_BATCH = 4096
 
-        from .vectorstores import offline_embedder, vector_metadata
+    def add(self, doc: Any, doc_id: str) -> int:
+        from .vectorstores import vector_metadata
 
         records = self.records(doc, doc_id)
+        texts = [r["enriched_text"] or r["text"] for r in records]
         lines = [
-            _ENCODER.encode(
-                {
-                    "id": r["id"],
-                    "document": r["enriched_text"] or r["text"],
-                    "metadata": vector_metadata(r),
-                }
-            )
-            + "\n"
-            for r in records
+            _ENCODER.encode({"id": r["id"], "document": text, "metadata": vector_metadata(r)}) + "\n"
+            for r, text in zip(records, texts)
         ]
-        if records:
-            if self._embedder is None:
-                self._embedder = offline_embedder(model=self.model, kind=self.embedder_kind)
-            texts = [r["enriched_text"] or r["text"] for r in records]
-            self._vectors.append(np.asarray(self._embedder.encode(texts), dtype=np.float32))
         self._rows.write("".join(lines))
+        self._texts.extend(texts)
+        if len(self._texts) >= self.EMBED_BATCH:
+            self._embed_pending()
         return len(records)
+
+    def _embed_pending(self) -> None:
+        """Embed the buffered texts, each distinct one once, into rows in the order written."""
+        import numpy as np
+
+        from .vectorstores import offline_embedder
+
+        if not self._texts:
+            return
+        if self._embedder is None:  # the model itself loads once per process (shared_model)
+            self._embedder = offline_embedder(model=self.model, kind=self.embedder_kind)
+        distinct = list(dict.fromkeys(self._texts))
+        row_of = {text: row for row, text in enumerate(distinct)}
+        vectors = np.asarray(self._embedder.encode(distinct), dtype=np.float32)
+        self._vectors.append(vectors[[row_of[text] for text in self._texts]])
+        self._texts = []
 
     def close(self) -> None:
         import numpy as np
 
         self._rows.close()
+        self._embed_pending()
         vectors = np.concatenate(self._vectors) if self._vectors else np.zeros((0, 0), dtype=np.float32)
         with open_private(self.path / self.EMBEDDINGS, "wb") as out:
             np.save(out, vectors)
