@@ -99,10 +99,7 @@ CORPUS_ONLY = (
 def run(args: argparse.Namespace, extra: List[str]) -> int:
     if args.engine is not None:
         return run_corpus_command(args, extra)
-    given = [f"--{name.replace('_', '-')}" for name in CORPUS_ONLY if getattr(args, name) is not None]
-    if given:
-        verb = "needs" if len(given) == 1 else "need"
-        raise CLIError(f"{', '.join(given)} {verb} --engine local|ray (a corpus run)")
+    _refuse_given(args, CORPUS_ONLY, "--engine local|ray (a corpus run)")
     from ..export.writers import RECORD_FORMATS
 
     args.format = args.format or "table"
@@ -263,6 +260,7 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     if args.paths == ["-"] or "-" in args.paths:
         raise CLIError("corpus runs read files, directories or globs, not stdin")
     _input_files(args.paths)
+    _chroma_settings_need_chroma(args)
     workers = args.workers if args.workers is not None else (2 if args.engine == "ray" else 1)
     options = CorpusOptions(
         batch_size=args.batch_size,
@@ -319,6 +317,24 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         print(f"error: {failed} document(s) failed{binary}; see {result.output_dir / 'errors.jsonl'}", file=sys.stderr)
         return 1
     return 0
+
+
+CHROMA_ONLY = ("chroma_path", "collection", "embedder", "embed_model")
+
+
+def _refuse_given(args: argparse.Namespace, names: Iterable[str], needed: str) -> None:
+    """One line naming the options of ``names`` given, which need ``needed``: without it they
+    would be ignored silently."""
+    given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name) is not None]
+    if given:
+        verb = "needs" if len(given) == 1 else "need"
+        raise CLIError(f"{', '.join(given)} {verb} {needed}")
+
+
+def _chroma_settings_need_chroma(args: argparse.Namespace) -> None:
+    """A Chroma setting (``--embedder static``) with another format is one line, not ignored."""
+    if args.format != "chroma":
+        _refuse_given(args, CHROMA_ONLY, f"--format chroma, not {args.format or 'jsonl'}")
 
 
 class ShardProgress:

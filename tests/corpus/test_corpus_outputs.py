@@ -185,10 +185,14 @@ def test_a_static_run_upserts_static_vectors_and_refuses_minilm_after_them(tmp_p
     assert "--embedder static" in err and _collection(store, "notes").count() == len(rows["ids"])
 
 
-def test_an_unknown_embedder_is_one_line(tmp_path):
+def test_an_unknown_embedder_or_one_without_chroma_is_one_line(tmp_path, capsys):
     inputs = write_jsonl(tmp_path / "in" / "notes.jsonl", NOTES[:1])
     with pytest.raises(CorpusError, match="^unknown embedder 'glove'; choose sentence-transformers or static$"):
         run_corpus("simple", [inputs], tmp_path / "out", fmt="chroma", embedder="glove")
+    args = ["chunk", str(inputs), "--strategy", "simple", "--engine", "local", "--embedder", "static", "-o", str(tmp_path / "o")]
+    assert cli_main(args) == 2
+    assert capsys.readouterr().err == "error: --embedder needs --format chroma, not jsonl\n"
+    assert not (tmp_path / "o").exists()
 
 
 def test_binary_and_nul_laden_input_is_refused_with_its_reason(tmp_path, capsys):
