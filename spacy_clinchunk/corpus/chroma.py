@@ -61,13 +61,30 @@ class ChromaTarget:
             raise CorpusError(missing_extra_message(missing, f"--embedder {self.embedder}") or f"{module} is missing")
 
     def worker_model(self) -> Optional[str]:
-        """The model the workers load: for ``static`` without a model, the cached distillation of
-        the bundled MiniLM, distilled here once if absent (never by two workers at once)."""
-        if self.embedder != "static" or self.model:
+        """The model the workers load. For ``static``: the directory given, checked here (one line,
+        not a traceback per worker) and made absolute (a Ray worker has a cwd of its own), or the
+        cached distillation of the bundled MiniLM, distilled here once if absent (never by two
+        workers at once)."""
+        if self.embedder != "static":
             return self.model
         from ..embed.embedders import StaticEmbedder
 
-        return str(StaticEmbedder().distilled_path())
+        if self.model is None:
+            return str(StaticEmbedder().distilled_path())
+        folder = Path(self.model).expanduser()
+        if not folder.is_dir():
+            raise CorpusError(f"--embed-model '{self.model}' is not a directory saved by model2vec")
+        return str(folder.resolve())
+
+
+def held_label(held: str) -> str:
+    """The label of a collection's vectors as recorded; one recorded before the kind was (a bare
+    model name) names a sentence-transformers model, the only kind there was."""
+    from ..embed.kinds import EMBEDDER_KINDS
+
+    if any(held.startswith(f"{kind}:") for kind in EMBEDDER_KINDS):
+        return held
+    return f"{DEFAULT_EMBEDDER}:{held}"
 
 
 def flags_of(label: str) -> str:
@@ -75,7 +92,7 @@ def flags_of(label: str) -> str:
     kind, _, name = label.partition(":")
     if kind == "static" and name.startswith("model2vec("):
         return "--embedder static"
-    return f"--embedder {kind} --embed-model {name}" if name else f"--embed-model {kind}"
+    return f"--embedder {kind} --embed-model {name}"
 
 
 class ChromaSink:
@@ -95,10 +112,10 @@ class ChromaSink:
             target.collection, embedding_function=None, metadata={EMBEDDER_KEY: label}
         )
         held = (self.collection.metadata or {}).get(EMBEDDER_KEY)
-        if held not in (None, label):
+        if held is not None and held_label(str(held)) != label:
             raise CorpusError(
                 f"collection '{target.collection}' holds vectors of {held}, not {label}; "
-                f"give --collection another name or {flags_of(held)}"
+                f"give --collection another name or {flags_of(held_label(str(held)))}"
             )
         self.batch = max(1, min(5000, int(client.get_max_batch_size())))
 

@@ -185,10 +185,29 @@ def test_a_static_run_upserts_static_vectors_and_refuses_minilm_after_them(tmp_p
     assert "--embedder static" in err and _collection(store, "notes").count() == len(rows["ids"])
 
 
+def test_a_collection_labelled_before_kinds_holds_sentence_transformer_vectors(tmp_path):
+    """A collection whose ``clinchunk_embedder`` is a bare model name (written before the kind
+    was recorded) takes the same MiniLM again and refuses static vectors, naming the flags."""
+    import chromadb
+    from chromadb.config import Settings
+
+    from spacy_clinchunk.corpus.chroma import EMBEDDER_KEY, ChromaSink, ChromaTarget
+
+    store = str(tmp_path / "store")
+    client = chromadb.PersistentClient(path=store, settings=Settings(anonymized_telemetry=False))
+    client.create_collection("notes", embedding_function=None, metadata={EMBEDDER_KEY: "all-MiniLM-L6-v2"})
+    assert ChromaSink(ChromaTarget(store, "notes")).collection.name == "notes"
+    refused = "holds vectors of all-MiniLM-L6-v2, not static:.*or --embedder sentence-transformers --embed-model all-MiniLM-L6-v2$"
+    with pytest.raises(CorpusError, match=refused):
+        ChromaSink(ChromaTarget(store, "notes", embedder="static"))
+
+
 def test_an_unknown_embedder_or_one_without_chroma_is_one_line(tmp_path, capsys):
     inputs = write_jsonl(tmp_path / "in" / "notes.jsonl", NOTES[:1])
     with pytest.raises(CorpusError, match="^unknown embedder 'glove'; choose sentence-transformers or static$"):
         run_corpus("simple", [inputs], tmp_path / "out", fmt="chroma", embedder="glove")
+    with pytest.raises(CorpusError, match="^--embed-model '/no/m2v' is not a directory saved by model2vec$"):
+        run_corpus("simple", [inputs], tmp_path / "out", fmt="chroma", embedder="static", embed_model="/no/m2v")
     args = ["chunk", str(inputs), "--strategy", "simple", "--engine", "local", "--embedder", "static", "-o", str(tmp_path / "o")]
     assert cli_main(args) == 2
     assert capsys.readouterr().err == "error: --embedder needs --format chroma, not jsonl\n"
