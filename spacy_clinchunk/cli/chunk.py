@@ -78,24 +78,28 @@ def add_parser(subparsers: Any) -> None:
     )
     corpus.add_argument("--collection", default=None, help="--format chroma: collection name (default clinchunk)")
     corpus.add_argument(
+        "--embedder", choices=("sentence-transformers", "static"), default=None,
+        help="--format chroma: sentence-transformers (default: the bundled all-MiniLM-L6-v2) | static (model2vec "
+        "vectors distilled once from it: far cheaper on CPU, a little less exact; extra 'static')",
+    )
+    corpus.add_argument(
         "--embed-model", default=None,
-        help="--format chroma: sentence-transformers model name or path (default: the bundled all-MiniLM-L6-v2, offline)",
+        help="--format chroma: the embedder's model: a sentence-transformers name or path, or with --embedder static "
+        "a directory saved by model2vec (default: the bundled all-MiniLM-L6-v2, offline, or its distillation)",
     )
     parser.set_defaults(func=run)
 
 
 CORPUS_ONLY = (
-    "workers", "ray_address", "gpus_per_worker", "shard_size", "split_bytes", "chroma_path", "collection", "embed_model"
+    "workers", "ray_address", "gpus_per_worker", "shard_size", "split_bytes", "chroma_path", "collection", "embed_model",
+    "embedder",
 )
 
 
 def run(args: argparse.Namespace, extra: List[str]) -> int:
     if args.engine is not None:
         return run_corpus_command(args, extra)
-    given = [f"--{name.replace('_', '-')}" for name in CORPUS_ONLY if getattr(args, name) is not None]
-    if given:
-        verb = "needs" if len(given) == 1 else "need"
-        raise CLIError(f"{', '.join(given)} {verb} --engine local|ray (a corpus run)")
+    _refuse_given(args, CORPUS_ONLY, "--engine local|ray (a corpus run)")
     from ..export.writers import RECORD_FORMATS
 
     args.format = args.format or "table"
@@ -247,7 +251,7 @@ def _print_llm_usage(usages: List[Dict[str, Any]]) -> None:
 def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     """``--engine local|ray``: sharded, resumable corpus run into the ``--output`` directory."""
     from ..corpus import DEFAULT_SHARD_SIZE, DEFAULT_SPLIT_BYTES, CorpusError, CorpusOptions, RayOptions, run_corpus
-    from ..corpus.chroma import DEFAULT_COLLECTION
+    from ..corpus.chroma import DEFAULT_COLLECTION, DEFAULT_EMBEDDER
 
     if not args.output:
         raise CLIError("--engine needs --output OUT_DIR")
@@ -256,6 +260,7 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
     if args.paths == ["-"] or "-" in args.paths:
         raise CLIError("corpus runs read files, directories or globs, not stdin")
     _input_files(args.paths)
+    _chroma_settings_need_chroma(args)
     workers = args.workers if args.workers is not None else (2 if args.engine == "ray" else 1)
     options = CorpusOptions(
         batch_size=args.batch_size,
@@ -270,6 +275,7 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         chroma_path=args.chroma_path,
         collection=args.collection or DEFAULT_COLLECTION,
         embed_model=args.embed_model,
+        embedder=args.embedder or DEFAULT_EMBEDDER,
     )
     # Ray's console chatter is the application's to quiet: the CLI asks for WARNING
     ray = RayOptions(
@@ -311,6 +317,24 @@ def run_corpus_command(args: argparse.Namespace, extra: List[str]) -> int:
         print(f"error: {failed} document(s) failed{binary}; see {result.output_dir / 'errors.jsonl'}", file=sys.stderr)
         return 1
     return 0
+
+
+CHROMA_ONLY = ("chroma_path", "collection", "embedder", "embed_model")
+
+
+def _refuse_given(args: argparse.Namespace, names: Iterable[str], needed: str) -> None:
+    """One line naming the options of ``names`` given, which need ``needed``: without it they
+    would be ignored silently."""
+    given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name) is not None]
+    if given:
+        verb = "needs" if len(given) == 1 else "need"
+        raise CLIError(f"{', '.join(given)} {verb} {needed}")
+
+
+def _chroma_settings_need_chroma(args: argparse.Namespace) -> None:
+    """A Chroma setting (``--embedder static``) with another format is one line, not ignored."""
+    if args.format != "chroma":
+        _refuse_given(args, CHROMA_ONLY, f"--format chroma, not {args.format or 'jsonl'}")
 
 
 class ShardProgress:

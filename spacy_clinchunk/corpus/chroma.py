@@ -21,26 +21,78 @@ from ..export.writers import VectorRows
 from .errors import CorpusError
 
 DEFAULT_COLLECTION = "clinchunk"
-# collection metadata key naming the embedding model its vectors come from
+# collection metadata key naming the embedder its vectors come from (``kind:name``: embedder_label)
 EMBEDDER_KEY = "clinchunk_embedder"
-DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+DEFAULT_EMBEDDER = "sentence-transformers"
 
 
 @dataclass(frozen=True)
 class ChromaTarget:
-    """Where a corpus run upserts: a persistent Chroma directory, a collection, the model."""
+    """Where a corpus run upserts: a persistent Chroma directory, a collection, the embedder."""
 
     path: str
     collection: str = DEFAULT_COLLECTION
-    model: Optional[str] = None  # sentence-transformers name or path; None: the bundled MiniLM
+    model: Optional[str] = None  # the embedder's model; None: the bundled MiniLM (static: distilled from it)
+    embedder: str = DEFAULT_EMBEDDER  # the kind: sentence-transformers | static (embed.kinds.EMBEDDER_KINDS)
 
     @property
-    def model_name(self) -> str:
-        return self.model or DEFAULT_MODEL_NAME
+    def label(self) -> str:
+        """``kind:name`` of the vectors, as the collection and the manifest record it."""
+        from ..embed.kinds import embedder_label
+
+        return embedder_label(self.embedder, self.model)
 
     def store(self) -> List[str]:
-        """What a manifest entry records, so that a shard upserted elsewhere is not skipped."""
-        return [self.path, self.collection, self.model_name]
+        """What a manifest entry records, so that a shard upserted elsewhere, or embedded with
+        another embedder, is not skipped."""
+        return [self.path, self.collection, self.label]
+
+    def check_embedder(self) -> None:
+        """A one-line :class:`CorpusError` now, in the driver, when the embedder's extra is not
+        installed, rather than a traceback from every worker later."""
+        import importlib.util
+
+        from ..embed.kinds import KIND_MODULES
+        from ..extras import missing_extra_message
+
+        module = KIND_MODULES[self.embedder]
+        if importlib.util.find_spec(module) is None:
+            missing = ModuleNotFoundError(f"No module named '{module}'", name=module)
+            raise CorpusError(missing_extra_message(missing, f"--embedder {self.embedder}") or f"{module} is missing")
+
+    def worker_model(self) -> Optional[str]:
+        """The model the workers load. For ``static``: the directory given, checked here (one line,
+        not a traceback per worker) and made absolute (a Ray worker has a cwd of its own), or the
+        cached distillation of the bundled MiniLM, distilled here once if absent (never by two
+        workers at once)."""
+        if self.embedder != "static":
+            return self.model
+        from ..embed.embedders import StaticEmbedder
+
+        if self.model is None:
+            return str(StaticEmbedder().distilled_path())
+        folder = Path(self.model).expanduser()
+        if not folder.is_dir():
+            raise CorpusError(f"--embed-model '{self.model}' is not a directory saved by model2vec")
+        return str(folder.resolve())
+
+
+def held_label(held: str) -> str:
+    """The label of a collection's vectors as recorded; one recorded before the kind was (a bare
+    model name) names a sentence-transformers model, the only kind there was."""
+    from ..embed.kinds import EMBEDDER_KINDS
+
+    if any(held.startswith(f"{kind}:") for kind in EMBEDDER_KINDS):
+        return held
+    return f"{DEFAULT_EMBEDDER}:{held}"
+
+
+def flags_of(label: str) -> str:
+    """The ``--embedder``/``--embed-model`` flags that give the vectors of ``label``."""
+    kind, _, name = label.partition(":")
+    if kind == "static" and name.startswith("model2vec("):
+        return "--embedder static"
+    return f"--embedder {kind} --embed-model {name}"
 
 
 class ChromaSink:
@@ -55,14 +107,15 @@ class ChromaSink:
         os.makedirs(target.path, mode=0o700, exist_ok=True)  # the store holds note text: owner-only
         client = chromadb.PersistentClient(path=target.path, settings=Settings(anonymized_telemetry=False))
         # no embedding function: rows come embedded (Chroma's default one downloads a model)
+        label = target.label
         self.collection = client.get_or_create_collection(
-            target.collection, embedding_function=None, metadata={EMBEDDER_KEY: target.model_name}
+            target.collection, embedding_function=None, metadata={EMBEDDER_KEY: label}
         )
         held = (self.collection.metadata or {}).get(EMBEDDER_KEY)
-        if held not in (None, target.model_name):
+        if held is not None and held_label(str(held)) != label:
             raise CorpusError(
-                f"collection '{target.collection}' holds vectors of {held}, not {target.model_name}; "
-                f"give --collection another name or --embed-model {held}"
+                f"collection '{target.collection}' holds vectors of {held}, not {label}; "
+                f"give --collection another name or {flags_of(held_label(str(held)))}"
             )
         self.batch = max(1, min(5000, int(client.get_max_batch_size())))
 

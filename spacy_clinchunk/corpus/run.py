@@ -5,8 +5,10 @@ import time
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from ..embed.embedders import EmbedderError
+from ..embed.kinds import EMBEDDER_KINDS
 from ..pipeline import PipelineError, PipelineSpec, ResolvedPipeline, resolve_pipeline
 from .errors import CorpusError
 from .local import MAX_ATTEMPTS, run_in_driver, run_pool
@@ -19,7 +21,7 @@ from .output import (
     check_output_dir,
     remove_leftovers,
 )
-from .chroma import DEFAULT_COLLECTION, ChromaSink, ChromaTarget, private_store
+from .chroma import DEFAULT_COLLECTION, DEFAULT_EMBEDDER, ChromaSink, ChromaTarget, private_store
 from .ray_engine import RayOptions
 from .shards import DEFAULT_SHARD_SIZE, DEFAULT_SPLIT_BYTES, Shard, fit_to_workers, plan_shards
 
@@ -42,11 +44,14 @@ class CorpusOptions:
     resume: bool = True  # skip shards finished with the same config and inputs
     file_mode: int = DEFAULT_FILE_MODE  # of every file written; 0o600: owner-only (clinical text)
     encoding: str = "utf-8"  # of the input notes (latin-1, cp1252 for older exports)
-    # fmt="chroma": the persistent Chroma directory (default OUT/chroma), the collection, and
-    # the embedding model (a sentence-transformers name or path; default the bundled MiniLM)
+    # fmt="chroma": the persistent Chroma directory (default OUT/chroma), the collection, the
+    # embedder's kind (sentence-transformers | static: model2vec vectors, far cheaper on CPU) and
+    # its model (a sentence-transformers name or path, a model2vec directory; default the
+    # bundled MiniLM, or for static the MiniLM distilled once)
     chroma_path: Optional[str] = None
     collection: str = DEFAULT_COLLECTION
     embed_model: Optional[str] = None
+    embedder: str = DEFAULT_EMBEDDER
 
 
 @dataclass
@@ -89,6 +94,8 @@ def make_options(options: Optional[CorpusOptions], settings: Dict[str, Any]) -> 
     merged = replace(options or CorpusOptions(), **settings)
     if merged.fmt not in FORMATS:
         raise CorpusError(f"unknown format '{merged.fmt}'; choose {', '.join(FORMATS)}")
+    if merged.embedder not in EMBEDDER_KINDS:
+        raise CorpusError(f"unknown embedder '{merged.embedder}'; choose {' or '.join(EMBEDDER_KINDS)}")
     if merged.index not in ("chunks", "focus"):
         raise CorpusError(f"unknown index '{merged.index}'; choose chunks or focus")
     try:
@@ -146,8 +153,7 @@ def run_corpus(
     target = chroma_target(opts, output_dir)
     out = OutputSpec(
         str(Path(output_dir).resolve()), opts.fmt, resolved.chunks_key, resolved.config_hash, opts.file_mode, opts.index,
-        keep_headers=opts.keep_headers,
-        settings=(("model", opts.embed_model),) if target else (), store=tuple(target.store()) if target else None,
+        keep_headers=opts.keep_headers, settings=writer_settings(target), store=tuple(target.store()) if target else None,
     )
     notes: List[str] = []
     with OutputLock(out.path, opts.file_mode):
@@ -173,7 +179,9 @@ def run_corpus(
 
         def on_entry(name: str, entry: Dict[str, Any]) -> None:
             if sink is not None:  # upserted before the manifest says the shard is done
+                cpu = time.process_time()
                 entry["upserted"] = sink.upsert(Path(out.path) / entry["output"])
+                entry["upsert_cpu_seconds"] = round(time.process_time() - cpu, 3)  # the driver's, Chroma's writes
             output.record(name, entry)
             counts["docs"] += entry["docs"]
             counts["errors"] += entry["errors"]
@@ -228,7 +236,20 @@ def chroma_target(opts: CorpusOptions, output_dir: Union[str, Path]) -> Optional
     if opts.fmt != "chroma":
         return None
     path = Path(opts.chroma_path) if opts.chroma_path else Path(output_dir) / "chroma"
-    return ChromaTarget(str(path.expanduser().resolve()), opts.collection, opts.embed_model)
+    target = ChromaTarget(str(path.expanduser().resolve()), opts.collection, opts.embed_model, opts.embedder)
+    target.check_embedder()
+    return target
+
+
+def writer_settings(target: Optional[ChromaTarget]) -> Tuple[Tuple[str, Any], ...]:
+    """What the ``chroma`` writer of every worker gets: the embedder's kind and the model it
+    loads (the static distillation resolved, and made if absent, here in the driver, once)."""
+    if target is None:
+        return ()
+    try:
+        return (("model", target.worker_model()), ("embedder", target.embedder))
+    except EmbedderError as err:
+        raise CorpusError(str(err)) from err
 
 
 def resolve_for_corpus(spec: PipelineSpec) -> ResolvedPipeline:

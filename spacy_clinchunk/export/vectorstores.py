@@ -23,6 +23,7 @@ from .records import RecordError, default_chunks_key, indexed, iter_records, rec
 # the value stored for a chunk nobody assessed (what `assertion != "negated"` filters read)
 NO_ASSERTION = "unassessed"
 _SCALARS = (str, int, float, bool)
+_SCALAR_TYPES = frozenset(_SCALARS)  # exact types: a subclass (an IntEnum) goes through _scalar
 # record fields kept out of a store's metadata: the parent passages' text is the parent's own
 # record (``index="blocks"``, :func:`query_with_parents`); their ids and offsets stay
 _NOT_STORED = ("text", "sentence_text", "block_text", "meta")  # meta: its keys go in flat
@@ -42,7 +43,8 @@ def vector_metadata(record: Dict[str, Any], extra: Optional[Dict[str, Any]] = No
     out: Dict[str, Any] = {}
     extra = {**(record.get("meta") or {}), **(extra or {})}  # the input's own fields, flat
     for key, value in {**extra, **{k: v for k, v in record.items() if k not in _NOT_STORED}}.items():
-        stored = _scalar(record.get("id"), key, value)
+        # most values are plain scalars: kept without a call (a corpus run stores ~30 per chunk)
+        stored = value if type(value) in _SCALAR_TYPES else _scalar(record.get("id"), key, value)
         if stored is not None:
             out[str(key)] = stored
     out["text"] = record["text"]
@@ -127,14 +129,24 @@ def default_embedder() -> Any:
     return offline_embedder()
 
 
-def offline_embedder(embedder: Any = None, model: Optional[str] = None, device: str = "auto") -> Any:
-    """``embedder`` as given, else ``spacy_clinchunk.SentenceTransformerEmbedder.v1`` of ``model``
-    (default: the bundled MiniLM, from disk) on ``device``: what the framework embedders wrap."""
+def offline_embedder(
+    embedder: Any = None, model: Optional[str] = None, device: str = "auto", kind: str = "sentence-transformers"
+) -> Any:
+    """``embedder`` as given, else one of ``kind`` (``embedder`` may itself name the kind):
+    ``sentence-transformers`` (``SentenceTransformerEmbedder.v1`` of ``model``, default the
+    bundled MiniLM, on ``device``) or ``static`` (``StaticEmbedder.v1``: ``model`` a model2vec
+    directory, default the MiniLM distilled once, many times cheaper on CPU). Never downloads."""
+    if isinstance(embedder, str):
+        embedder, kind = None, embedder
     if embedder is not None:
         return embedder
-    from ..embed.embedders import sentence_transformer_embedder_v1
+    from ..embed.embedders import EmbedderError
+    from ..embed.kinds import embedder_of_kind
 
-    return sentence_transformer_embedder_v1(model=model, device=device)
+    try:
+        return embedder_of_kind(kind, model, device)
+    except EmbedderError as err:
+        raise RecordError(str(err)) from err
 
 
 def embed_texts(embedder: Any, texts: List[str]) -> List[List[float]]:
@@ -167,7 +179,8 @@ def to_chroma(
     else its text; metadata is :func:`vector_metadata` of its record, so
     ``collection.query(..., where={"assertion": {"$ne": "negated"}})`` leaves negated
     findings out. ``embedder`` maps texts to vectors (one of our embedders or any
-    callable); ``None`` uses :func:`default_embedder`. Ids are the stable record ids, so
+    callable), or names a kind of :func:`offline_embedder` (``"static"``); ``None`` uses
+    :func:`default_embedder`. Ids are the stable record ids, so
     re-exporting a note updates it; a repeated document (two identical notes without ids)
     gets ids of its own (``<doc id>#1``), or with ``dedupe=True`` is stored once, and no
     batch ever holds an id twice, so the upsert never fails on duplicates. ``spans_key``:
@@ -177,7 +190,7 @@ def to_chroma(
     ``index="blocks"`` the section blocks (the parents :func:`query_with_parents` returns).
     Section headers are left out unless ``keep_headers`` (:func:`indexed`).
     """
-    embed = embedder if embedder is not None else default_embedder()
+    embed = offline_embedder(embedder)
     batch: Dict[str, Dict[str, Any]] = {}  # id -> record: a repeated id keeps its last record
     added = 0
 
@@ -208,8 +221,9 @@ def to_chroma(
 def query_chroma(
     collection: Any, text: str, embedder: Optional[Any] = None, n_results: int = 5, where: Optional[Dict[str, Any]] = None
 ) -> Dict[str, Any]:
-    """Query with the same embedder the chunks were added with; ``where`` filters on metadata."""
-    embed = embedder if embedder is not None else default_embedder()
+    """Query with the same embedder the chunks were added with (or its kind: ``"static"``);
+    ``where`` filters on metadata."""
+    embed = offline_embedder(embedder)
     kwargs = {"where": where} if where else {}
     return collection.query(query_embeddings=embed_texts(embed, [text]), n_results=n_results, **kwargs)
 

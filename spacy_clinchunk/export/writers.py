@@ -226,8 +226,10 @@ class VectorRows(Writer):
 
     Chroma's persistent client belongs to one process, so in a corpus run the workers embed
     (the costly part) into these folders and the driver upserts each finished one
-    (:mod:`spacy_clinchunk.corpus.chroma`). ``model``: the embedding model
-    (``spacy_clinchunk.SentenceTransformerEmbedder.v1``; default the bundled, offline MiniLM).
+    (:mod:`spacy_clinchunk.corpus.chroma`). ``embedder``: the kind of embedder
+    (``sentence-transformers``, the default, or ``static``: model2vec vectors, far cheaper on
+    CPU); ``model``: its model (default the bundled, offline MiniLM, or for ``static`` the MiniLM
+    distilled once). The model loads once per process, however many shards a worker writes.
     """
 
     suffix = ".chroma"
@@ -236,46 +238,61 @@ class VectorRows(Writer):
     ROWS, EMBEDDINGS = "rows.jsonl", "embeddings.npy"
 
     def __init__(
-        self, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False, model: Optional[str] = None
+        self, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False,
+        model: Optional[str] = None, embedder: str = "sentence-transformers",
     ) -> None:
         self.model = model
+        self.embedder_kind = embedder
         super().__init__(target, plan, index, keep_headers)
 
     def _open(self) -> None:
         self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._rows = open_private(self.path / self.ROWS, "w")
         self._vectors: List[Any] = []
+        self._texts: List[str] = []  # rows written, not yet embedded (in their order)
         self._embedder: Any = None
 
-    def add(self, doc: Any, doc_id: str) -> int:
-        import numpy as np
+    # texts embedded together: a model call per document is a small batch (model2vec tokenizes
+    # faster in bulk, sentence-transformers pads less), and a text repeated in a shard ("No",
+    # "Negative": about 9% of a shard of MTSamples chunks) is embedded once
+    EMBED_BATCH = 4096
 
-        from .vectorstores import offline_embedder, vector_metadata
+    def add(self, doc: Any, doc_id: str) -> int:
+        from .vectorstores import vector_metadata
 
         records = self.records(doc, doc_id)
+        texts = [r["enriched_text"] or r["text"] for r in records]
         lines = [
-            _ENCODER.encode(
-                {
-                    "id": r["id"],
-                    "document": r["enriched_text"] or r["text"],
-                    "metadata": vector_metadata(r),
-                }
-            )
-            + "\n"
-            for r in records
+            _ENCODER.encode({"id": r["id"], "document": text, "metadata": vector_metadata(r)}) + "\n"
+            for r, text in zip(records, texts)
         ]
-        if records:
-            if self._embedder is None:
-                self._embedder = offline_embedder(model=self.model)
-            texts = [r["enriched_text"] or r["text"] for r in records]
-            self._vectors.append(np.asarray(self._embedder.encode(texts), dtype=np.float32))
         self._rows.write("".join(lines))
+        self._texts.extend(texts)
+        if len(self._texts) >= self.EMBED_BATCH:
+            self._embed_pending()
         return len(records)
+
+    def _embed_pending(self) -> None:
+        """Embed the buffered texts, each distinct one once, into rows in the order written."""
+        import numpy as np
+
+        from .vectorstores import offline_embedder
+
+        if not self._texts:
+            return
+        if self._embedder is None:  # the model itself loads once per process (shared_model)
+            self._embedder = offline_embedder(model=self.model, kind=self.embedder_kind)
+        distinct = list(dict.fromkeys(self._texts))
+        row_of = {text: row for row, text in enumerate(distinct)}
+        vectors = np.asarray(self._embedder.encode(distinct), dtype=np.float32)
+        self._vectors.append(vectors[[row_of[text] for text in self._texts]])
+        self._texts = []
 
     def close(self) -> None:
         import numpy as np
 
         self._rows.close()
+        self._embed_pending()
         vectors = np.concatenate(self._vectors) if self._vectors else np.zeros((0, 0), dtype=np.float32)
         with open_private(self.path / self.EMBEDDINGS, "wb") as out:
             np.save(out, vectors)
@@ -298,7 +315,7 @@ def open_writer(
     fmt: str, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False, **settings: Any
 ) -> Writer:
     """A writer of ``fmt`` (a key of :data:`WRITERS`) on ``target``; the flat formats leave section
-    headers out unless ``keep_headers``; ``settings`` of the format (``model`` of ``chroma``)."""
+    headers out unless ``keep_headers``; ``settings`` of the format (``model``, ``embedder`` of ``chroma``)."""
     if fmt not in WRITERS:
         raise RecordError(f"unknown format '{fmt}'; known: {', '.join(WRITERS)}")
     return WRITERS[fmt](target, plan, index, keep_headers, **settings)

@@ -35,6 +35,8 @@ def run_without(module: str, args, tmp_path):
         ("torch", ["chunk", "NOTE", "--strategy", "semantic"], "embed"),
         ("medspacy", ["chunk", "NOTE", "--strategy", "default"], "context"),
         ("pyarrow", ["chunk", "NOTE", "--strategy", "simple", "--format", "parquet", "-o", "out.parquet"], "parquet"),
+        ("model2vec", ["chunk", "NOTE", "--strategy", "simple", "--engine", "local", "--format", "chroma",
+                       "--embedder", "static", "-o", "out"], "static"),
     ],
 )
 def test_a_missing_extra_is_one_line_naming_it(module, args, extra, tmp_path):

@@ -143,7 +143,7 @@ def test_a_chroma_run_upserts_resumes_and_never_duplicates(tmp_path):
     assert not (out / ".lock").exists()
     assert all(oct(os.stat(os.path.join(d, f)).st_mode & 0o777) == "0o600" for d, _, fs in os.walk(store) for f in fs)
 
-    with pytest.raises(CorpusError, match="holds vectors of all-MiniLM-L6-v2"):
+    with pytest.raises(CorpusError, match="holds vectors of sentence-transformers:all-MiniLM-L6-v2"):
         run_corpus("retrieval", [first], tmp_path / "other", embed_model="some/other-model", **settings)
 
 
@@ -158,6 +158,70 @@ def test_the_cli_upserts_a_corpus_into_chroma_with_two_workers(tmp_path, capsys)
     assert sum(e["upserted"] for e in manifest["shards"].values()) == _collection(store, "notes").count() > 0
     assert cli_main(["chunk", str(inputs), "--format", "chroma"]) == 2  # one document at a time: refused
     assert "--format chroma is a corpus run" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_static_run_upserts_static_vectors_and_refuses_minilm_after_them(tmp_path, capsys, static_embedder):
+    """``--embedder static``, two workers, real Chroma and the cached model2vec distillation of
+    MiniLM: every row holds the static model's vector of its document (its width, its values), a
+    query with the same embedder finds the right note, the collection and the manifest name the
+    embedder, and a rerun into the collection with MiniLM is refused in one line."""
+    import numpy as np
+
+    from spacy_clinchunk.export.vectorstores import query_chroma
+
+    inputs = write_jsonl(tmp_path / "in" / "notes.jsonl", NOTES)
+    store = tmp_path / "store"
+    common = ["chunk", str(inputs), "--strategy", "retrieval", "--engine", "local", "--no-progress", "--format", "chroma",
+              "--chroma-path", str(store), "--collection", "notes"]
+    assert cli_main([*common, "--workers", "2", "--embedder", "static", "-o", str(tmp_path / "out")]) == 0
+    collection = _collection(store, "notes")
+    rows = collection.get(include=["embeddings", "documents"])
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
+    assert len(manifest["shards"]) == 2 and sum(e["upserted"] for e in manifest["shards"].values()) == len(rows["ids"]) > 0
+    vectors = np.asarray(rows["embeddings"])
+    assert vectors.shape == (len(rows["ids"]), static_embedder.model.dim)
+    assert np.allclose(vectors, static_embedder.encode(rows["documents"]), atol=1e-5)
+    label = "static:model2vec(all-MiniLM-L6-v2, pca=256)"
+    assert collection.metadata["clinchunk_embedder"] == label
+    assert all(e["store"][-1] == label for e in manifest["shards"].values())
+    hits = query_chroma(collection, "his father had a stroke", "static", n_results=1)
+    assert hits["metadatas"][0][0]["doc_id"] == "n2"
+
+    capsys.readouterr()
+    assert cli_main([*common, "-o", str(tmp_path / "again")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"holds vectors of {label}, not sentence-transformers:all-MiniLM-L6-v2" in err
+    assert "--embedder static" in err and _collection(store, "notes").count() == len(rows["ids"])
+
+
+def test_a_collection_labelled_before_kinds_holds_sentence_transformer_vectors(tmp_path):
+    """A collection whose ``clinchunk_embedder`` is a bare model name (written before the kind
+    was recorded) takes the same MiniLM again and refuses static vectors, naming the flags."""
+    import chromadb
+    from chromadb.config import Settings
+
+    from spacy_clinchunk.corpus.chroma import EMBEDDER_KEY, ChromaSink, ChromaTarget
+
+    store = str(tmp_path / "store")
+    client = chromadb.PersistentClient(path=store, settings=Settings(anonymized_telemetry=False))
+    client.create_collection("notes", embedding_function=None, metadata={EMBEDDER_KEY: "all-MiniLM-L6-v2"})
+    assert ChromaSink(ChromaTarget(store, "notes")).collection.name == "notes"
+    refused = "holds vectors of all-MiniLM-L6-v2, not static:.*or --embedder sentence-transformers --embed-model all-MiniLM-L6-v2$"
+    with pytest.raises(CorpusError, match=refused):
+        ChromaSink(ChromaTarget(store, "notes", embedder="static"))
+
+
+def test_an_unknown_embedder_or_one_without_chroma_is_one_line(tmp_path, capsys):
+    inputs = write_jsonl(tmp_path / "in" / "notes.jsonl", NOTES[:1])
+    with pytest.raises(CorpusError, match="^unknown embedder 'glove'; choose sentence-transformers or static$"):
+        run_corpus("simple", [inputs], tmp_path / "out", fmt="chroma", embedder="glove")
+    with pytest.raises(CorpusError, match="^--embed-model '/no/m2v' is not a directory saved by model2vec$"):
+        run_corpus("simple", [inputs], tmp_path / "out", fmt="chroma", embedder="static", embed_model="/no/m2v")
+    args = ["chunk", str(inputs), "--strategy", "simple", "--engine", "local", "--embedder", "static", "-o", str(tmp_path / "o")]
+    assert cli_main(args) == 2
+    assert capsys.readouterr().err == "error: --embedder needs --format chroma, not jsonl\n"
+    assert not (tmp_path / "o").exists()
 
 
 def test_binary_and_nul_laden_input_is_refused_with_its_reason(tmp_path, capsys):

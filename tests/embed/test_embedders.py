@@ -74,14 +74,6 @@ def test_sentence_transformer_embedder_real_model():
     assert offsets.tolist()[0] == [0, 2] and tokens.shape[1] == 384
 
 
-@pytest.fixture(scope="module")
-def static_embedder():
-    """Distils the bundled MiniLM once per machine (cached in the user cache dir)."""
-    embedder = StaticEmbedder()
-    embedder.initialize()
-    return embedder
-
-
 def test_static_embedder_is_cached_private_and_shared(static_embedder):
     path = static_embedder.distilled_path()
     assert path.parent.parent == cache_root()

@@ -226,3 +226,34 @@ def test_identical_notes_without_ids_never_collide_in_chroma(assertion_nlp, tmp_
     assert to_chroma(docs, collection, embed) == 2 * per_note == collection.count()  # a rerun updates
     once = _collection(tmp_path, "once")
     assert to_chroma(docs, once, embed, dedupe=True) == per_note == once.count()
+
+
+@pytest.mark.slow
+def test_static_vectors_in_to_chroma_and_in_the_corpus_writer(docs, tmp_path, static_embedder):
+    """``embedder="static"`` (the cached model2vec distillation of MiniLM): ``to_chroma`` stores the
+    static model's vectors and ``query_chroma`` with the same kind finds the chunk. The corpus
+    writer embeds its rows in batches across documents, a repeated text once, and still gives
+    every row its own text's vector, in the order of the rows."""
+    import numpy as np
+
+    from spacy_clinchunk.corpus.chroma import read_rows
+    from spacy_clinchunk.export.records import RecordPlan
+    from spacy_clinchunk.export.vectorstores import query_chroma
+    from spacy_clinchunk.export.writers import VectorRows
+
+    collection = _collection(tmp_path, "static")
+    added = to_chroma(docs, collection, "static")
+    stored = collection.get(include=["embeddings", "documents"])
+    assert len(stored["ids"]) == added > 0
+    assert np.allclose(stored["embeddings"], static_embedder.encode(stored["documents"]), atol=1e-5)
+    best = query_chroma(collection, "ST elevation in the inferior leads", "static", n_results=1)["metadatas"][0][0]
+    assert best["doc_id"] == "note_a" and "ST elevation" in best["text"]
+
+    writer = VectorRows(tmp_path / "rows", RecordPlan("clin_rag_chunks"), embedder="static")
+    writer.EMBED_BATCH = 5  # several batches, each with texts that repeat
+    for doc in [*docs, *docs]:
+        writer.add(doc, doc._.clin_doc_id)
+    writer.close()
+    _, documents, _, vectors = read_rows(tmp_path / "rows")
+    assert len(documents) == 2 * added and vectors.shape == (2 * added, static_embedder.model.dim)
+    assert np.allclose(vectors, static_embedder.encode(documents), atol=1e-5)
