@@ -35,7 +35,7 @@ from spacy.tokens import Doc, Span
 from .. import attrs
 from ..assertion.layout import scan_headers
 from ..assertion.sections import SectionTable, section_data
-from ..components.token_counters import DEFAULT_BLOCK_TOKENS, WordpieceEstimate
+from ..components.token_counters import DEFAULT_BLOCK_TOKENS, wordpiece_estimate
 
 Range = Tuple[int, int]
 Counter = Callable[[Sequence[str]], List[int]]
@@ -98,7 +98,7 @@ def passages_of(
     """The :class:`Passages` of ``doc`` (``text``: its text, read once): the one place a record's
     sentence, block and header flag are worked out. ``chunks`` are where an over-long sentence
     may be cut; ``nlp`` (the pipeline) lends its assertion component's section table."""
-    count = _tokens(counter or WordpieceEstimate())
+    count = _tokens(counter or wordpiece_estimate(_language_of(doc)))
     headers = header_ranges(doc, text, nlp)
     sentences = [Passage(*r) for r in _sentence_ranges(doc, text)]
     cuts = sorted({s.start_char for s in chunks})
@@ -109,6 +109,16 @@ def passages_of(
         pieces = [p for unit in (units or [trim(text, start, end)]) for p in _cut(text, unit, cuts, budget, count)]
         blocks.extend(Passage(a, b, title, section) for a, b in _pack(pieces, budget))
     return Passages(sentences, blocks, headers)
+
+
+def _assessed_language(doc: Doc) -> Optional[str]:
+    """The language the assertion component assessed the doc in (``Doc._.clin_language``)."""
+    return doc._.get(attrs.ext("language")) if Doc.has_extension(attrs.ext("language")) else None
+
+
+def _language_of(doc: Doc) -> str:
+    """The assessed language, else the pipeline's: what the default block budget's estimate goes by."""
+    return _assessed_language(doc) or doc.lang_
 
 
 def _tokens(counter: Counter) -> Callable[[str], int]:
@@ -233,7 +243,7 @@ def _section_table(doc: Doc, nlp: Any) -> Any:
     assesses with one (``engine_for``: a pipeline's own section data), else the shipped table
     of the language the doc was assessed in (``Doc._.clin_language``, else its ``lang_``), so a
     doc read back from a DocBin flags the same headers; ``None`` for a language without one."""
-    lang = doc._.get(attrs.ext("language")) if Doc.has_extension(attrs.ext("language")) else None
+    lang = _assessed_language(doc)
     for _, pipe in getattr(nlp, "pipeline", ()):
         engine_for = getattr(pipe, "engine_for", None)
         if callable(engine_for):

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import EXAMPLE_NOTE, ROOT
-from spacy_clinchunk.components.token_counters import WordCounter, WordpieceEstimate, embedder_token_counter_v1
+from spacy_clinchunk.components.token_counters import WordCounter, WordpieceEstimate, embedder_token_counter_v1, wordpiece_estimate
 from spacy_clinchunk.export.records import RECORD_FIELDS, RecordPlan, records_of, to_arrow
 from spacy_clinchunk.export.writers import write_records
 from spacy_clinchunk.pipeline import resolve_pipeline
@@ -126,6 +126,18 @@ def test_wordpiece_estimate_is_close_to_minilm_on_english_notes():
     words = EXAMPLE_NOTE.read_text(encoding="utf-8").split()
     real, estimate = sum(embedder_token_counter_v1()(words)), sum(WordpieceEstimate()(words))
     assert 0.95 * real <= estimate <= 1.1 * real
+
+
+def test_the_estimate_follows_the_language_of_the_letter():
+    """German words split into many more MiniLM pieces: the estimate for a German letter counts 3
+    characters a piece, so its blocks keep to the budget (7 counted 0.6 of the real pieces)."""
+    from conftest import EXAMPLE_NOTE as note
+
+    words = note.with_name("arztbrief_de.txt").read_text(encoding="utf-8").split()
+    real = sum(embedder_token_counter_v1()(words))
+    assert sum(WordpieceEstimate()(words)) < 0.8 * real  # the English estimate undercounts German
+    assert 0.85 * real <= sum(wordpiece_estimate("de")(words)) <= 1.2 * real
+    assert wordpiece_estimate("en").chars_per_piece == 7 and wordpiece_estimate(None).chars_per_piece == 3
 
 
 def test_the_cli_indexes_blocks_and_keeps_headers_on_request(tmp_path):
