@@ -37,6 +37,9 @@ _SPACES = re.compile(r"\s+")
 _PHRASE_END = re.compile(r"\s(?=[a-zäöüß\d(])|\(")
 # the parts of a hyphenated compound ("HNO-Konsil", "Ruhe-EKG"), or of "Pleura/Abdomen"
 _PARTS = re.compile(r"[-/]")
+# what may follow a header on its line: a bracket, an ICD version, a report's date
+_QUALIFIER = (r"(?:[ \t]*\([^()\n]{0,40}\))?(?:[ \t]*,[ \t]*ICD[- ]?1[01])?"
+              r"(?:[ \t]+(?:vom[ \t]+|am[ \t]+)?\d{1,2}[./]\d{1,2}[./]\d{2,4})?")
 # a head this short names only a whole word ("EKG"), never the end of a compound
 _SHORTEST_SUFFIX_HEAD = 6
 
@@ -103,9 +106,11 @@ class SectionTable:
         self.suffix_heads = sorted((h for h in self.by_head if len(h) >= _SHORTEST_SUFFIX_HEAD), key=len, reverse=True)
         words = sorted(self.by_header, key=len, reverse=True)
         alternatives = "|".join(re.escape(w).replace("\\ ", r"\s+") for w in words) or "(?!)"
-        # a known header alone on its line, with or without a colon, a bullet or an item number
+        # a known header alone on its line, with or without a colon, a bullet or an item number; with
+        # heads (German), also with what qualifies it there: "Hauptdiagnose(n), ICD-10", "Labor bei Aufnahme 3.8.2033"
+        qualifier = _QUALIFIER if self.by_head else ""
         self.line_header = re.compile(
-            rf"(?im)^[ \t]*(?:[-*\u2022\u00b7\u2013+][ \t]*|\d{{1,2}}[.)][ \t]+)?(?:{alternatives})[ \t]*:?[ \t]*$"
+            rf"(?im)^[ \t]*(?:[-*\u2022\u00b7\u2013+][ \t]*|\d{{1,2}}[.)][ \t]+)?(?:{alternatives}){qualifier}[ \t]*:?[ \t]*$"
         )
 
     def status_of(self, name: Optional[str]) -> Optional[str]:
