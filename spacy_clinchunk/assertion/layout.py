@@ -239,8 +239,11 @@ class HeaderHit(NamedTuple):
 def scan_headers(text: str, table: SectionTable, is_stop: Callable[[str], bool]) -> List[HeaderHit]:
     """The headers and form labels of ``text``, in order. A label whose last word is a stop word
     opens a list ("Call if:"), not a section; an unknown label that neither opens its line nor
-    follows a flattened line break is an item of the section it stands in ("- Mother: diabetes")."""
+    follows a flattened line break is an item of the section it stands in ("- Mother: diabetes").
+    In a table with heads (German letters), an unknown label before the first known header belongs
+    to the letter's head and opens no section."""
     hits: List[HeaderHit] = []
+    known_before = False
     for head, label_end, body in _find_headers(text, table):
         label = text[head:label_end]
         name, status = table.lookup(label)
@@ -250,6 +253,9 @@ def scan_headers(text: str, table: SectionTable, is_stop: Callable[[str], bool])
         if name is None and (tight or ", " in label) and not _is_upper_label(label) and not _DATED.search(label):
             continue  # "Zeit:12", "wach, Orientiert:": only a known or a dated label goes without the space
         opens = name is not None or _opens_section(text, head, label_end)
+        if opens and name is None and table.by_head and not known_before:
+            opens = False  # a letter's head ("Klinikvorstand:", "Betreff:", "Patientin:") comes before its first section
+        known_before = known_before or name is not None
         hits.append(HeaderHit(head, label_end, body, name, status, opens))
     return hits
 

@@ -61,6 +61,11 @@ def test_german_lines_that_open_no_section(german, text, label):
     assert label not in [found for found, _ in opening(text, german)]
 
 
+def test_a_letters_head_opens_no_section(german):
+    text = "Klinikvorstand: Prof. Dr. A. Muster\nBetreff: Frau B., geb. 1.2.1950\n\nDiagnosen:\nAsthma\n\nTelefonat: Tochter informiert."
+    assert opening(text, german) == [("Diagnosen", "diagnoses"), ("Telefonat", None)]
+
+
 def test_english_table_has_no_heads():
     """Heads are German data: English headers are looked up whole, as before."""
     table = SectionTable(section_data("en"))
