@@ -11,8 +11,13 @@ detector (``docs/real-notes.md``). Measured here, with the shipped section table
   against ``span._.clin_section`` of the concept in the shipped ``default`` pipeline (no section on either
   side counts as agreement).
 
-    .venv/bin/python bench/sections.py
+``--split dev`` reads ``headers_dev.jsonl`` instead (every header of 20 German development letters,
+annotated before the detector was read, round 4) and the dev concepts: the split to tune on.
+
+    .venv/bin/python bench/sections.py                # the frozen test notes
+    .venv/bin/python bench/sections.py --split dev    # the development letters
 """
+import argparse
 import json
 import sys
 import warnings
@@ -23,11 +28,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import real_notes  # noqa: E402  (the concepts, the notes, the pipeline of both views)
 
-HEADERS = real_notes.DATA_DIR / "headers_test.jsonl"
+SPLITS = ("test", "dev")
 
 
-def read_headers():
-    rows = [json.loads(line) for line in HEADERS.read_text(encoding="utf-8").splitlines() if line.strip()]
+def headers_path(split: str = "test") -> Path:
+    return real_notes.DATA_DIR / f"headers_{split}.jsonl"
+
+
+def read_headers(split: str = "test"):
+    rows = [json.loads(line) for line in headers_path(split).read_text(encoding="utf-8").splitlines() if line.strip()]
     grouped = defaultdict(list)
     for row in rows:
         grouped[row["note"]].append(row)
@@ -53,17 +62,20 @@ def gold_section(headers, start):
     return None if category == "other" else category
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="test", choices=SPLITS)
+    args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     from spacy_clinchunk.logs import quiet_third_party_logging
 
     quiet_third_party_logging()
-    gold = read_headers()
+    gold = read_headers(args.split)
     resolved = real_notes.load_ours("default")
     totals = defaultdict(lambda: defaultdict(int))
     for lang in ("en", "de"):
         notes = real_notes.read_notes(lang)
-        concepts = real_notes.by_note(real_notes.read_concepts(lang, "test"))
+        concepts = real_notes.by_note(real_notes.read_concepts(lang, args.split))
         for note_id, headers in sorted(gold.items()):
             if note_id not in notes:
                 continue

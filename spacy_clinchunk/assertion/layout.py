@@ -25,11 +25,26 @@ _UPPER_HEADER = re.compile(
 # (at most five words: "Call for any of the following:" opens a list, it is no label)
 # (a bullet or an item number may come first: "• Antecedentes personales:", "1. Past history:")
 # (a report's date may close the label: "HNO-Konsil vom 27.05.2034:", "CT Thorax from 03/12/2021:")
+# (a capitalised word may be cut short: "Körperl. Untersuchungsbefund:", "Therapievorschlag u. Procedere:";
+# a bracket may qualify it: "Medikamente (letzte Gabe in 24 Stunden):"; a comma may join two headers:
+# "Vorerkrankungen, Voroperationen:"; a letter may stand right after the colon: "Befunde:Klin. Chemie",
+# these two only for a known or a dated label, see scan_headers)
+_ABBREVIATED = r"(?:[A-Z\u00c4\u00d6\u00dc][^\s:.;,]*|[a-z\u00e4\u00f6\u00fc]{1,2})\.(?=[ \t])"
 _LINE_LABEL = re.compile(
-    r"^[ \t]*(?:[-*\u2022\u00b7\u2013+][ \t]*|\d{1,2}[.)][ \t]+)?[^\W\d_][^\s:.;,]*(?:[ \t]+[^\s:.;,]+){0,4}"
-    r"(?:[ \t]+(?:vom|am|from|on|of|del|de|du|le|van|op)[ \t]+\d{1,2}[./]\d{1,2}[./]\d{2,4})?[ \t]*:(?=\s)",
+    rf"^[ \t]*(?:[-*\u2022\u00b7\u2013+][ \t]*|\d{{1,2}}[.)][ \t]+)?(?:{_ABBREVIATED}|[^\W\d_][^\s:.;,]*)"
+    rf"(?:(?:[ \t]+|,[ \t]+(?=[A-Z\u00c4\u00d6\u00dc]))(?:{_ABBREVIATED}|[^\s:.;,]+)){{0,4}}"
+    r"(?:[ \t]+(?:vom|am|from|on|of|del|de|du|le|van|op)[ \t]+\d{1,2}[./]\d{1,2}[./]\d{2,4})?"
+    r"(?:[ \t]*\([^()\n:]{0,40}\))?[ \t]*:(?=\s|[^\W_])",
     re.MULTILINE,
 )
+# a title on its own line, without a colon: a report's ("Endoskopischer Befund vom 29.01.2039") or an
+# examination's ("CT Abdomen und kl. Becken"); taken where the section table has heads (German), see _title_lines
+_TITLE_LINE = re.compile(
+    r"^[ \t]*(?:[-*\u2022\u00b7\u2013+][ \t]*)?([^\W\d_][^\n:]{2,70}?)[ \t]*$", re.MULTILINE
+)
+_DATE_END = re.compile(r"[ \t](?:(?:vom|am)[ \t]+)?\d{1,2}[./]\d{1,2}[./]\d{2,4}$")
+_TITLE_WORDS = 8
+_DATED = re.compile(r"\s(?:vom|am|from|on|of|del|de|du|le|van|op)\s+\d{1,2}[./]\d{1,2}[./]\d{2,4}$")
 # a list marker at the start of a line: a bullet, or an item number ("2.", "3)")
 _ITEM_MARKER = re.compile(r"[ \t]*(?:[-*\u2022\u00b7\u2013+](?=[ \t])|\d{1,2}[.)](?=[ \t]))")
 _PARAGRAPH = re.compile(r"\n[^\S\n]*\n|,{2,}(?=\S)")  # a blank line, or one an export flattened (",,")
@@ -224,13 +239,23 @@ class HeaderHit(NamedTuple):
 def scan_headers(text: str, table: SectionTable, is_stop: Callable[[str], bool]) -> List[HeaderHit]:
     """The headers and form labels of ``text``, in order. A label whose last word is a stop word
     opens a list ("Call if:"), not a section; an unknown label that neither opens its line nor
-    follows a flattened line break is an item of the section it stands in ("- Mother: diabetes")."""
+    follows a flattened line break is an item of the section it stands in ("- Mother: diabetes").
+    In a table with heads (German letters), an unknown label before the first known header belongs
+    to the letter's head and opens no section."""
     hits: List[HeaderHit] = []
+    known_before = False
     for head, label_end, body in _find_headers(text, table):
-        name, status = table.lookup(text[head:label_end])
-        if name is None and is_stop(text[head:label_end].split()[-1]):
+        label = text[head:label_end]
+        name, status = table.lookup(label)
+        if name is None and is_stop(label.split()[-1]):
             continue
+        tight = body < len(text) and text[body - 1] == ":" and not text[body].isspace()
+        if name is None and (tight or ", " in label) and not _is_upper_label(label) and not _DATED.search(label):
+            continue  # "Zeit:12", "wach, Orientiert:": only a known or a dated label goes without the space
         opens = name is not None or _opens_section(text, head, label_end)
+        if opens and name is None and table.by_head and not known_before:
+            opens = False  # a letter's head ("Klinikvorstand:", "Betreff:", "Patientin:") comes before its first section
+        known_before = known_before or name is not None
         hits.append(HeaderHit(head, label_end, body, name, status, opens))
     return hits
 
@@ -267,6 +292,7 @@ def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
                 label_end -= 1
             if label_end > head:
                 found.append((head, label_end, match.end()))
+    found.extend(_title_lines(text, table))
     # of labels ending at the same colon, the shortest: "No fever IMPRESSION:" -> "IMPRESSION"
     shortest: Dict[int, Tuple[int, int, int]] = {}
     for header in found:
@@ -278,6 +304,23 @@ def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
             continue
         kept.append(header)
     return kept
+
+
+def _title_lines(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
+    """Lines that title a report or an examination without a colon, in a table with heads: a
+    line of a few words that ends in a date and names a known section ("Labor vom 5.11.51"), or
+    whose first word is an imaging header ("CT Abdomen und kl. Becken", "MDCT des Abdomens")."""
+    if not table.by_head or "\n" not in text:
+        return []
+    titles = []
+    for match in _TITLE_LINE.finditer(text):
+        label = match.group(1)
+        if len(label.split()) > _TITLE_WORDS or label.endswith((".", ",", ";")):
+            continue
+        first = table.lookup(label.split()[0].rstrip("."))[0]
+        if (_DATE_END.search(label) and table.lookup(label)[0]) or first == "imaging":
+            titles.append((match.start(1), match.end(1), match.end()))
+    return titles
 
 
 def _opens_section(text: str, head: int, label_end: int) -> bool:
