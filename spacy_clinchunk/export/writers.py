@@ -238,8 +238,13 @@ class VectorRows(Writer):
     ROWS, EMBEDDINGS = "rows.jsonl", "embeddings.npy"
 
     def __init__(
-        self, target: Target, plan: Any = None, index: str = "chunks", keep_headers: bool = False,
-        model: Optional[str] = None, embedder: str = "sentence-transformers",
+        self,
+        target: Target,
+        plan: Any = None,
+        index: str = "chunks",
+        keep_headers: bool = False,
+        model: Optional[str] = None,
+        embedder: str = "sentence-transformers",
     ) -> None:
         self.model = model
         self.embedder_kind = embedder
