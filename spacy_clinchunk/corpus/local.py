@@ -63,6 +63,7 @@ def worker_main(conn: Connection, spec: PipelineSpec, out: OutputSpec, batch_siz
     Ctrl-C is the driver's to handle (it stops the workers): a worker ignores SIGINT, so an
     interrupted run prints one line, not a traceback per worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while it started (_no_sigint)
     watch_parent(parent)
     try:
         worker = ShardWorker(spec, out, batch_size, threads)
@@ -112,16 +113,19 @@ def _environment(env: Dict[str, str]) -> Iterator[None]:
 
 @contextmanager
 def _no_sigint() -> Iterator[None]:
-    """SIGINT ignored while a worker process starts: it inherits that, so a Ctrl-C while it
-    imports (before :func:`worker_main` runs) gives no traceback either."""
+    """SIGINT blocked while a worker process starts: the worker inherits the blocked signal, so a
+    Ctrl-C while it imports (before :func:`worker_main` ignores SIGINT) gives no traceback
+    either. Blocked, not ignored: a Ctrl-C that reaches the driver in that moment stays pending
+    and interrupts the run as soon as the worker has started, instead of being lost (the run
+    would then wait on its workers for good)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    saved = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, saved)
+        signal.pthread_sigmask(signal.SIG_SETMASK, saved)
 
 
 class ProcessPool:
