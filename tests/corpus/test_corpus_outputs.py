@@ -272,6 +272,13 @@ def test_few_shards_are_split_so_every_worker_works_and_a_rerun_keeps_the_plan(t
     assert "0 docs in 0 shards (2 already done)" in capsys.readouterr().err
 
 
+def _sigint_as_in_a_terminal():
+    """The run gets SIGINT's default disposition, as a terminal's foreground job has: a test
+    runner started in the background (``nohup make test &``) passes SIGINT on *ignored*, and a
+    Python started so never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["local", pytest.param("ray", marks=needs_ray)])
 def test_ctrl_c_prints_one_line_and_no_worker_traceback(tmp_path, engine):
@@ -285,7 +292,7 @@ def test_ctrl_c_prints_one_line_and_no_worker_traceback(tmp_path, engine):
     command = [sys.executable, "-m", "spacy_clinchunk", "chunk", str(folder), "--config", str(built["config"]),
                "--code", str(built["code"]), "--engine", engine, "--workers", "2", "-o", str(tmp_path / "out")]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=_sigint_as_in_a_terminal)
     try:
         deadline = time.time() + 300
         while not (built["holder"].exists() and built["holder"].read_text()) and time.time() < deadline:
