@@ -77,18 +77,23 @@ def _later_units(
     if direction != "FORWARD" or u + 1 >= len(units):
         return []
     u_end = units[u][1]
-    if scope_end >= u_end and _last_word(layout, units[u]) == ":":
-        items = []
+    opens_list = _ends_with_colon(layout, units[u])  # "Gezielt verneint werden:" over the line below
+    if scope_end >= u_end and opens_list:
+        items: List[int] = []
         k = u + 1
-        while k < len(units) and _is_list_item(layout, units[k]):
+        while k < len(units):
+            if _is_blank(space, units[k]):
+                k += 1  # the line break between two items
+                continue
+            if not _is_list_item(layout, units[k]):
+                break
             items.append(k)
             if k + 1 < len(units) and _is_bare_marker(doc, space, units[k]):
                 items.append(k + 1)  # a sentence splitter cut "1." from its item
                 k += 1
             k += 1
         if items:
-            return items
-    opens_list = _last_word(layout, units[u]) == ":"  # "Gezielt verneint werden:" over the line below
+            return list(range(u + 1, items[-1] + 1))
     if _ends_unit(layout, end, u_end) and (opens_list or _leads_unit(layout, units[u][0], start)):
         return [u + 1]
     return []
@@ -107,12 +112,21 @@ def _leads_unit(layout: DocLayout, unit_start: int, cue_start: int) -> bool:
     return all(w in _LIST_BULLETS or w.rstrip(".)").isdigit() or w in ".)" for w in words)
 
 
-def _last_word(layout: DocLayout, unit: Unit) -> str:
+def _ends_with_colon(layout: DocLayout, unit: Unit) -> bool:
+    """The unit's last word is a colon, also when a flattened export put a comma after it
+    ("Potential complications include:,1.  Infection.,2.  Bleeding.")."""
     space = layout.space
-    for i in range(unit[1] - 1, unit[0] - 1, -1):
-        if not space[i]:
-            return layout.text_of(i, i + 1)
-    return ""
+    words = [i for i in range(unit[1] - 1, max(unit[0] - 1, unit[1] - 8), -1) if not space[i]][:2]
+    if not words:
+        return False
+    last = layout.text_of(words[0], words[0] + 1)
+    if last == ":":
+        return True
+    return last == "," and len(words) == 2 and layout.text_of(words[1], words[1] + 1) == ":"
+
+
+def _is_blank(space: List[int], unit: Unit) -> bool:
+    return all(space[i] for i in range(*unit))
 
 
 def _is_list_item(layout: DocLayout, unit: Unit) -> bool:

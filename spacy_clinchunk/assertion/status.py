@@ -130,11 +130,18 @@ class AssertionEngine:
             reach = min(m_start, s_start)
         if reach <= target.start or self._light(target.doc, target.start, reach):
             return True
+        # a status cue whose own words run past the span's end and hold findings there holds the span's
+        # last words itself (a risk-list cue "risks of infection, bleeding, ..." cut by a chunk after
+        # "bleeding"); a cue that ends with the span ("... mit fragl.") governs what follows it, and one
+        # cut inside its own few words ("Gezielt verneint | werden:") holds no finding of the span
+        reaches_end = (m_end < target.end and s_start <= m_end and s_end >= target.end) or (
+            m_end > target.end
+            and modifier.category in CATEGORY_LABELS
+            and _holds_a_phrase(target.doc, m_start, target.end)
+        )
         return (
             modifier.direction in _FORWARD
-            and m_end < target.end
-            and s_start <= m_end
-            and s_end >= target.end
+            and reaches_end
             and not _comma_between(target.doc, target.start, m_start)
         )
 
@@ -152,6 +159,17 @@ def _comma_between(doc: Doc, start: int, end: int) -> bool:
     """A comma before the cue inside the span: the span lists items ("Soft, non-tender,
     non-distended"), and a cue of a later item does not speak for the whole span."""
     return any(doc[i].text == "," for i in range(start, end))
+
+
+def _holds_a_phrase(doc: Doc, start: int, end: int) -> bool:
+    """The tokens ``start:end`` hold a list (a comma) or at least three words: more than the few
+    words of a cue's own wording."""
+    words = 0
+    for token in doc[start:end]:
+        if token.text == ",":
+            return True
+        words += not (token.is_space or token.is_punct)
+    return words >= 3
 
 
 def write_sections(doc: Doc, key: str, sections: Sequence[Section]) -> None:
