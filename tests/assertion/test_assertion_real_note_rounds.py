@@ -1,28 +1,51 @@
-"""Round 5 of the real-note rules (issue 40): regression sentences, written for these tests.
+"""Rounds 4 and 5 of the real-note rules (issue 40): regression sentences, written for these tests.
 
-The patterns came from 20 fresh English procedure notes annotated in round 5 before any rule change;
-the sentences are ours. Each group says why it holds.
+The patterns came from development notes annotated in each round before any of its rule changes; the
+sentences are ours. Each group says why it holds (``tests/data/assertion_round4_en.json``,
+``tests/data/assertion_round5.json``).
 """
 import pytest
 
 from assertion_helpers import case_groups, check
 from spacy_clinchunk.pipeline import resolve_pipeline
 
-GROUPS, CASES = case_groups("assertion_round5")
+ROUNDS = {name: case_groups(name) for name in ("assertion_round4_en", "assertion_round5")}
+GROUPS = [data for groups, _ in ROUNDS.values() for data in groups.values()]
+CASES = [case for _, cases in ROUNDS.values() for case in cases]
 
 
 @pytest.mark.parametrize("lang,text,concept,expected", CASES)
-def test_round5_patterns(lang, text, concept, expected):
+def test_round_patterns(lang, text, concept, expected):
     check(lang, text, concept, expected)
 
 
 def test_every_group_says_why_and_has_cases():
-    assert all(data["why"] and len(data["cases"]) >= 3 for data in GROUPS.values())
+    assert all(data["why"] and len(data["cases"]) >= 3 for data in GROUPS)
 
 
 @pytest.fixture(scope="module")
 def default_en():
     return resolve_pipeline("default", lang="en").nlp
+
+
+@pytest.mark.parametrize("text,clause", [
+    ("The patient was transferred to the recovery room in stable condition.", "in stable condition"),
+    ("She left the unit in good condition after the infusion.", "in good condition"),
+])
+def test_a_clause_that_holds_a_condition_finding_reads_normal(default_en, text, clause):
+    """"in stable condition" is the clause's finding: the chunk that holds it, and its focus span,
+    read normal though other words of the clause come before it."""
+    doc = default_en(text)
+    chunk = next(s for s in doc.spans["clin_chunks"] if clause in s.text)
+    assert chunk._.clin_assertion == "normal", (chunk.text, chunk._.clin_assertion)
+    for focus in doc.spans.get("clin_focus", []):
+        if chunk.start_char <= focus.start_char and focus.end_char <= chunk.end_char:
+            assert focus._.clin_assertion == "normal", (focus.text, focus._.clin_assertion)
+
+
+def test_a_condition_after_a_comma_does_not_speak_for_the_items_before(default_en):
+    doc = default_en("Transferred with pneumonia, sepsis, in stable condition.")
+    assert any(s._.clin_assertion == "affirmed" and "pneumonia" in s.text for s in doc.spans["clin_chunks"])
 
 
 def test_a_chunk_cut_inside_a_risk_list_cue_takes_the_cue(default_en):
