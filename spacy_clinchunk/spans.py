@@ -136,10 +136,24 @@ def is_hard_break(text: str, match_start: int, match_end: int) -> bool:
         return True
     if _LABEL_LINE.match(prev_line) or _LABEL_LINE.match(text, match_end):
         return True  # "Admission date: 03/14/2024" lines of a form
+    if _continues_its_list(stripped):
+        return False  # "Negativ sind h-Caldesmon, EMA," / "Hormonrezeptoren.": the list wraps
     # one item per line: a short line before a line that opens with a capital or a digit
     # ("Arterielle Hypertonie" / "V.a. KHK"); prose wraps at its full width, not short of it
     following = text[match_end:match_end + 1]
     return len(stripped) <= ITEM_LINE_MAX_CHARS and (following.isupper() or following.isdigit())
+
+
+_LIST_JOINER_END = re.compile(r"(?:^|[\s,])(?:and|or|nor|und|oder|sowie|bzw\.?|y|o|ni|et|ou|en|of|noch)$", re.IGNORECASE)
+
+
+def _continues_its_list(line: str) -> bool:
+    """A line that stops inside a list: after a joiner ("Fieber, Husten und"), or after a comma
+    once the line has listed an item already ("h-Caldesmon, EMA,"); a line that holds one item
+    and its comma ("Ramipril 5 mg,") may be one item of a list of lines."""
+    if _LIST_JOINER_END.search(line):
+        return True
+    return line.endswith(",") and ", " in line[:-1]
 
 
 def hard_breaks(text: str, start: int = 0, end: Optional[int] = None) -> Iterator[Range]:

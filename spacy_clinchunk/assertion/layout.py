@@ -48,6 +48,10 @@ _DATED = re.compile(r"\s(?:vom|am|from|on|of|del|de|du|le|van|op)\s+\d{1,2}[./]\
 # a list marker at the start of a line: a bullet, or an item number ("2.", "3)")
 _ITEM_MARKER = re.compile(r"[ \t]*(?:[-*\u2022\u00b7\u2013+](?=[ \t])|\d{1,2}[.)](?=[ \t]))")
 _PARAGRAPH = re.compile(r"\n[^\S\n]*\n|,{2,}(?=\S)")  # a blank line, or one an export flattened (",,")
+# Languages that open every sentence with a capital: there, a lower-case word after a word cut short by a
+# period ("Rhythmusstör. fanden sich nicht") goes on with the sentence, abbreviation list or not. Dictated
+# English and the Romance languages start sentences in lower case too often to rely on it.
+LOWERCASE_CONTINUES = frozenset({"de"})
 
 
 class DocLayout:
@@ -68,6 +72,7 @@ class DocLayout:
         abbreviations: FrozenSet[str] = frozenset(),
         given_sections: Optional[Sequence[Span]] = None,
         attributive: FrozenSet[str] = frozenset(),
+        lowercase_continues: bool = False,
     ) -> None:
         n = len(doc)
         self.doc = doc
@@ -80,8 +85,8 @@ class DocLayout:
         self.lowers: Set[int] = set(columns[4])  # the LOWER hashes the doc holds
         self.has_sents = n > 1 and any(sent[1:])
         starts = {i for i, value in enumerate(sent) if value == 1} if self.has_sents else set()
-        if (abbreviations or attributive) and starts:
-            starts = {i for i in starts if not self._after_abbreviation(i, abbreviations, attributive)}
+        if (abbreviations or attributive or lowercase_continues) and starts:
+            starts = {i for i in starts if not self._after_abbreviation(i, abbreviations, attributive, lowercase_continues)}
         starts.add(0)
         # header label token ranges (never cues) and sections
         self.labels: List[Tuple[int, int]] = []
@@ -99,10 +104,15 @@ class DocLayout:
         self.label_starts = [a for a, _ in self.labels]
         self.section_starts = [sec.head_start for sec in self.sections]
 
-    def _after_abbreviation(self, start: int, abbreviations: FrozenSet[str], attributive: FrozenSet[str]) -> bool:
+    def _after_abbreviation(
+        self, start: int, abbreviations: FrozenSet[str], attributive: FrozenSet[str], lowercase_continues: bool = False
+    ) -> bool:
         """A sentence start the sentencizer set after an abbreviation's period, before a word in
         lower case ("Pupillen bds. isokor", "Pat. verneint"), or after one that stands before its
-        noun, before any word ("keine path. Geräusche"): the sentence goes on."""
+        noun, before any word ("keine path. Geräusche"): the sentence goes on. With
+        ``lowercase_continues`` (languages that open every sentence in upper case, see
+        :data:`LOWERCASE_CONTINUES`) any word cut short by a period goes on before a lower-case word,
+        listed or not ("Besorgniserregende Rhythmusstör. fanden sich nicht")."""
         if start < 2 or self.length[start - 1] != 1:
             return False
         text, idx = self.text, self.idx
@@ -110,6 +120,8 @@ class DocLayout:
         if text[period] != "." or word + self.length[start - 2] != period:
             return False
         first, abbreviation = text[idx[start]:idx[start] + 1], text[word:period].lower()
+        if first.islower() and lowercase_continues and abbreviation.isalpha():
+            return True
         if first.islower() or first.isdigit():
             return abbreviation in abbreviations or abbreviation in attributive
         return abbreviation in attributive

@@ -41,8 +41,10 @@ class AssertionEngine:
         self, matcher: CueMatcher, sections: SectionTable, light_words: Set[str], max_scope: Optional[int],
         abbreviations: FrozenSet[str] = frozenset(),
         attributive: FrozenSet[str] = frozenset(),
+        lowercase_continues: bool = False,
     ) -> None:
         self.matcher = matcher
+        self.lowercase_continues = lowercase_continues
         self.abbreviations = abbreviations
         self.attributive = attributive
         self.sections = sections
@@ -59,7 +61,10 @@ class AssertionEngine:
         component wrote it), its sections are the ones used; when it has none, the sections
         found here are written to it, so chunks, records and the view read one segmentation."""
         given = list(doc.spans[sections_key]) if sections_key and sections_key in doc.spans else None
-        layout = DocLayout(doc, self.sections, doc.text if text is None else text, self.abbreviations, given, self.attributive)
+        layout = DocLayout(
+            doc, self.sections, doc.text if text is None else text, self.abbreviations, given, self.attributive,
+            self.lowercase_continues,
+        )
         if sections_key and given is None:
             write_sections(doc, sections_key, layout.sections)
         per_unit = unit_modifiers(doc, self.matcher, layout, self.max_scope)

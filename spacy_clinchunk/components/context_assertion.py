@@ -40,7 +40,7 @@ from .. import attrs
 from ..assertion.cues import compile_rules
 from ..assertion.extensions import ExtensionNames
 from ..assertion.language import detect_language, foreign_stop_words, recorded_language
-from ..assertion.layout import abbreviation_set
+from ..assertion.layout import LOWERCASE_CONTINUES, abbreviation_set
 from ..assertion.rules import RuleDict, build_rules, merge_rules, validate_rules
 from ..assertion.sections import SectionData, SectionTable, check_sections, section_data
 from ..assertion.status import AssertionEngine
@@ -276,7 +276,9 @@ class ContextAssertion(Pipe):
             light = {w.lower() for w in self.light_words_for(lang)} | foreign_stop_words(self.nlp.lang, lang)
             sections, abbreviations = SectionTable(self.sections_for(lang)), abbreviation_set(self.abbreviations_for(lang))
             attributive = abbreviation_set(self.word_list(ATTRIBUTIVE_RESOURCE, lang))
-            engine = AssertionEngine(matcher, sections, light, self.max_scope, abbreviations, attributive)
+            engine = AssertionEngine(
+                matcher, sections, light, self.max_scope, abbreviations, attributive, lang in LOWERCASE_CONTINUES
+            )
             self._engines[lang] = engine
         return engine
 

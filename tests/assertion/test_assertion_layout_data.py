@@ -62,17 +62,27 @@ def _status(nlp, text, concept):
 def test_the_abbreviations_are_data_that_initialize_replaces_and_a_saved_pipeline_keeps(tmp_path):
     shipped = _pipeline("de")
     assert "bds." in shipped.get_pipe(FACTORY).abbreviations_for("de")
-    assert _status(shipped, "Babinski bds. negativ.", "Babinski") == "negated"
+    assert _status(shipped, "Babinski bds. 2x negativ.", "Babinski") == "negated"
     none = _pipeline("de", abbreviations=[])
-    assert _status(none, "Babinski bds. negativ.", "Babinski") == "affirmed"
+    assert _status(none, "Babinski bds. 2x negativ.", "Babinski") == "affirmed"
     own = _pipeline("de", abbreviations=["bsd."])  # a user's list only: "bds." is no longer one
-    assert _status(own, "Babinski bsd. negativ.", "Babinski") == "negated"
-    assert _status(own, "Babinski bds. negativ.", "Babinski") == "affirmed"
+    assert _status(own, "Babinski bsd. 2x negativ.", "Babinski") == "negated"
+    assert _status(own, "Babinski bds. 2x negativ.", "Babinski") == "affirmed"
     own.to_disk(tmp_path / "saved")
     loaded = spacy.load(tmp_path / "saved")
     assert loaded.get_pipe(FACTORY).abbreviations_for("de") == ["bsd."]
-    assert _status(loaded, "Babinski bsd. negativ.", "Babinski") == "negated"
-    assert _status(loaded, "Babinski bds. negativ.", "Babinski") == "affirmed"
+    assert _status(loaded, "Babinski bsd. 2x negativ.", "Babinski") == "negated"
+    assert _status(loaded, "Babinski bds. 2x negativ.", "Babinski") == "affirmed"
+
+
+def test_a_german_lower_case_word_goes_on_with_the_sentence_whatever_the_list():
+    """German opens every sentence with a capital: before a lower-case word, any word cut short by a
+    period goes on with the sentence, listed or not (a list decides only before a digit)."""
+    for abbreviations in (None, []):
+        nlp = _pipeline("de", abbreviations=abbreviations)
+        assert _status(nlp, "Babinski bds. negativ.", "Babinski") == "negated"
+        assert _status(nlp, "Rhythmusstör. fanden sich nicht.", "Rhythmusstör") == "negated"
+    assert _status(_pipeline("en", abbreviations=[]), "Reflexes bilat. absent.", "Reflexes") == "affirmed"
 
 
 CURRENT = {"literal": "currently", "category": "CURRENT", "direction": "BIDIRECTIONAL", "metadata": {"cancels_section": ["historical"]}}
