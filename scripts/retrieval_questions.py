@@ -9,7 +9,8 @@ elsewhere); only offsets, the concept text the annotations already hold and the 
 One question a line: ``id``, ``note``, ``lang``, ``kind``, ``question``, ``evidence`` (a list of
 ``[start, end)`` character offsets into the note). Two kinds of question (``docs/retrieval.md``):
 
-* ``concept:<status>``: from the concept annotations (``<lang>_{dev,test}.jsonl``), a template per
+* ``concept:<status>``: from the concept annotations (``<lang>_{dev,test}.jsonl``; development notes
+  added after round 4 of issue 40 are left out, so the set stays the one measured), a template per
   status filled with the concept's text ("Is there a family history of type II diabetes?"). The
   evidence is the concept's *sentence* by :func:`sentence_around`, a rule independent of our
   chunker: a sentence ends after ``. ! ?`` followed by whitespace or a comma (the flattened line
@@ -40,6 +41,7 @@ DATA_DIR = ROOT / "bench" / "data" / "real_notes"
 OUT = DATA_DIR / "retrieval_questions.jsonl"
 NOTE_FILES = {"en": "mtsamples_dev.jsonl", "de": "grascco_de_dev.jsonl"}
 CONCEPT_SPLITS = ("dev", "test")
+LAST_ROUND = 4  # the annotation round of issue 40 whose notes the question set was built from
 PER_STATUS = 1  # concepts of one status asked about per note
 
 CONCEPT_TEMPLATES = {
@@ -138,8 +140,19 @@ def letters(text: str) -> int:
     return sum(ch.isalpha() for ch in text)
 
 
+def later_notes(lang: str) -> set:
+    """Development notes added after :data:`LAST_ROUND` (``splits.json``'s ``dev_added``): the set
+    stays the one the retrieval figures were measured on, whatever later rounds of issue 40 annotate."""
+    added = json.loads((DATA_DIR / "splits.json").read_text(encoding="utf-8"))[lang].get("dev_added", {})
+    return {note for key, ids in added.items() if int(re.match(r"\d+", key).group()) > LAST_ROUND for note in ids}
+
+
 def concept_questions(lang: str, notes: Dict[str, str]) -> List[dict]:
-    rows = [r for split in CONCEPT_SPLITS for r in read_jsonl(DATA_DIR / f"{lang}_{split}.jsonl") if "status" in r]
+    later = later_notes(lang)
+    rows = [
+        r for split in CONCEPT_SPLITS for r in read_jsonl(DATA_DIR / f"{lang}_{split}.jsonl")
+        if "status" in r and r["note"] not in later
+    ]
     grouped: Dict[str, List[dict]] = defaultdict(list)
     for row in rows:
         grouped[row["note"]].append(row)
