@@ -79,7 +79,7 @@ def _later_units(
     u_end = units[u][1]
     opens_list = _ends_with_colon(layout, units[u])  # "Gezielt verneint werden:" over the line below
     if scope_end >= u_end and opens_list:
-        items: List[int] = []
+        last = u  # the last unit of the list below (blank units between items included)
         k = u + 1
         while k < len(units):
             if _is_blank(space, units[k]):
@@ -87,13 +87,12 @@ def _later_units(
                 continue
             if not _is_list_item(layout, units[k]):
                 break
-            items.append(k)
             if k + 1 < len(units) and _is_bare_marker(doc, space, units[k]):
-                items.append(k + 1)  # a sentence splitter cut "1." from its item
-                k += 1
+                k += 1  # a sentence splitter cut "1." from its item
+            last = k
             k += 1
-        if items:
-            return list(range(u + 1, items[-1] + 1))
+        if last > u:
+            return list(range(u + 1, last + 1))
     if _ends_unit(layout, end, u_end) and (opens_list or _leads_unit(layout, units[u][0], start)):
         return [u + 1]
     return []
