@@ -22,18 +22,65 @@ Match = Tuple[int, int, int]  # (match_id, start token, end token)
 Reach = Tuple["numpy.ndarray", int, int]  # (anchor LOWER hashes, elements before it, elements after it)
 
 _MAX_PHRASES = 4096  # a token pattern expanding to more phrases goes to spaCy's Matcher
+# A regex rule with this metadata flag cuts nothing inside a list that goes on to an alternative.
+SPARES_ALTERNATIVE_LISTS = "spares_alternative_lists"
+_LETTER_BEFORE, _LETTER_AFTER = r"(?<![^\W\d_])", r"(?![^\W\d_])"
+_LIST_REACH = 1500  # characters a list may run on to its alternative
 _SPACE_RUN = {"IS_SPACE": True, "OP": "*"}
 _WINDOWED_MIN_TOKENS = 400  # a shorter doc is searched whole: finding its windows costs as much
 
 
-def compile_rules(nlp: Language, name: str, rules: Sequence[RuleDict], max_scope: Optional[int]) -> "CueMatcher":
+def alternative_list_guard(joiners: Sequence[str], breaks: Sequence[str]) -> str:
+    """A lookahead that fails where the list around a cue goes on to an alternative.
+
+    A comma that ends a scope before a graded finding ("no fever, mild cough") must not cut
+    a list that a later "or" shows to be one list ("denies fever, chills, increased pain,
+    weakness, or rash"). The alternative counts when it comes before the clause ends (a
+    period, semicolon, colon or line break) and before one of ``breaks`` ("and", "but",
+    "which": a new clause or list may start there). Empty ``joiners``: no guard.
+    """
+    if not joiners:
+        return ""
+    step = r"[^.;:\n]"
+    if breaks:
+        step = f"(?:(?!{_LETTER_BEFORE}{_words_alternation(breaks)}{_LETTER_AFTER}){step})"
+    return f"(?!{step}{{0,{_LIST_REACH}}}?{_LETTER_BEFORE}{_words_alternation(joiners)}{_LETTER_AFTER})"
+
+
+def _words_alternation(words: Sequence[str]) -> str:
+    return "(?:" + "|".join(re.escape(w) for w in words) + ")"
+
+
+def with_list_guard(rule: RuleDict, guard: str) -> RuleDict:
+    """``rule`` with ``guard`` after its regex when its metadata asks to spare alternative lists."""
+    metadata = rule.get("metadata")
+    if not (isinstance(metadata, dict) and metadata.get(SPARES_ALTERNATIVE_LISTS)):
+        return rule
+    if not isinstance(rule.get("pattern"), str):
+        raise ContextRulesError(
+            f"rule '{rule.get('literal')}': metadata.{SPARES_ALTERNATIVE_LISTS} needs a regex 'pattern'"
+        )
+    return {**rule, "pattern": rule["pattern"] + guard}
+
+
+def compile_rules(
+    nlp: Language, name: str, rules: Sequence[RuleDict], max_scope: Optional[int], list_guard: str = ""
+) -> "CueMatcher":
     """medspaCy ConTextRules for ``rules`` and a matcher that finds their cues
-    (imports medspaCy: call it at ``initialize`` or on first use)."""
+    (imports medspaCy: call it at ``initialize`` or on first use).
+
+    ``list_guard`` (see :func:`alternative_list_guard`) goes after the regex of every rule
+    whose metadata sets ``spares_alternative_lists``.
+    """
     quiet_medspacy_loguru()
     from medspacy.context import ConTextRule
 
     matcher = CueMatcher(nlp)
     for i, rule in enumerate(rules):
+        try:
+            rule = with_list_guard(rule, list_guard)
+        except ContextRulesError as err:
+            raise ContextRulesError(f"{name}: rule #{i}: {err}") from err
         data = dict(rule)
         if data.get("max_scope") is None and max_scope is not None:
             data["max_scope"] = max_scope

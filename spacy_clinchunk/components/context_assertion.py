@@ -37,7 +37,7 @@ from spacy.tokens import Doc, Span
 from spacy.util import ensure_path
 
 from .. import attrs
-from ..assertion.cues import compile_rules
+from ..assertion.cues import alternative_list_guard, compile_rules
 from ..assertion.extensions import ExtensionNames
 from ..assertion.language import detect_language, foreign_stop_words, recorded_language
 from ..assertion.layout import LOWERCASE_CONTINUES, abbreviation_set
@@ -65,9 +65,13 @@ LIGHT_WORDS_RESOURCE = "assertion_light_words"
 ABBREVIATIONS_RESOURCE = "abbreviations"  # "bds.", "Pat.": a period after one ends no scope
 # "path.", "Dr.": abbreviations that stand before their noun, so a capital after them opens no sentence
 ATTRIBUTIVE_RESOURCE = "attributive_abbreviations"
-WORD_LISTS = (LIGHT_WORDS_RESOURCE, ABBREVIATIONS_RESOURCE, ATTRIBUTIVE_RESOURCE)  # initialize's order
+# "or", "nor": a list that goes on to one is one list, which a comma before a graded item does not cut
+JOINERS_RESOURCE = "alternative_joiners"
+BREAKS_RESOURCE = "alternative_breaks"  # "and", "but", "which": where the list before an alternative ends
+WORD_LISTS = (LIGHT_WORDS_RESOURCE, ABBREVIATIONS_RESOURCE, ATTRIBUTIVE_RESOURCE, JOINERS_RESOURCE, BREAKS_RESOURCE)
 SAVED_KEYS = {LIGHT_WORDS_RESOURCE: "light_words", ABBREVIATIONS_RESOURCE: "abbreviations",
-              ATTRIBUTIVE_RESOURCE: "attributive_abbreviations"}  # list -> its key in cfg.json
+              ATTRIBUTIVE_RESOURCE: "attributive_abbreviations", JOINERS_RESOURCE: "alternative_joiners",
+              BREAKS_RESOURCE: "alternative_breaks"}  # list -> its key in cfg.json (WORD_LISTS is initialize's order)
 RULES_FILE = "context_rules.json"
 CFG_FILE = "cfg.json"
 DATA_FORMAT = 2  # of cfg.json: the data of the main language and the source it was built from
@@ -179,6 +183,8 @@ class ContextAssertion(Pipe):
         light_words: Optional[Union[List[str], str]] = None,
         abbreviations: Optional[Union[List[str], str]] = None,
         attributive_abbreviations: Optional[Union[List[str], str]] = None,
+        alternative_joiners: Optional[Union[List[str], str]] = None,
+        alternative_breaks: Optional[Union[List[str], str]] = None,
     ) -> None:
         """Set the data and compile the rules (medspaCy is imported here).
 
@@ -195,6 +201,12 @@ class ContextAssertion(Pipe):
         attributive_abbreviations: abbreviations that stand before their noun ("path.", "Dr."):
             a sentence start after one ends no scope before a capitalised word either ("keine
             path. Geräusche"); default: the shipped ``attributive_abbreviations``.
+        alternative_joiners: words that make a list one list of alternatives ("or", "nor"): the
+            rules whose metadata sets ``spares_alternative_lists`` (a comma before a graded item)
+            cut nothing in a list that goes on to one before the clause ends ("denies fever,
+            chills, increased pain, weakness, or rash"); default: the shipped list; empty: no guard.
+        alternative_breaks: words before which such a list has ended ("and", "but", "which");
+            default: the shipped ``alternative_breaks``.
 
         With ``language = "auto"`` what is given applies to every language, and the data of
         every language is loaded here; each language's rules compile on its first document.
@@ -202,7 +214,8 @@ class ContextAssertion(Pipe):
         given_rules = None if rules is None else validate_rules(rules, f"{self.name}: initialize rules")
         given_sections = None if sections is None else check_sections(sections, f"{self.name}: initialize sections")
         given_lists = {name: resolve_override(value, name) for name, value in zip(
-            WORD_LISTS, (light_words, abbreviations, attributive_abbreviations)) if value is not None}
+            WORD_LISTS, (light_words, abbreviations, attributive_abbreviations, alternative_joiners,
+                         alternative_breaks)) if value is not None}
         self._rules, self._sections, self._engines = {}, {}, {}
         self._lists = {name: {} for name in WORD_LISTS}
         for lang in self.languages:
@@ -272,7 +285,8 @@ class ContextAssertion(Pipe):
         """The compiled data of ``lang``, one per language, built on its first use."""
         engine = self._engines.get(lang)
         if engine is None:
-            matcher = compile_rules(self.nlp, self.name, self._effective_rules(lang), self.max_scope)
+            guard = alternative_list_guard(self.word_list(JOINERS_RESOURCE, lang), self.word_list(BREAKS_RESOURCE, lang))
+            matcher = compile_rules(self.nlp, self.name, self._effective_rules(lang), self.max_scope, guard)
             light = {w.lower() for w in self.light_words_for(lang)} | foreign_stop_words(self.nlp.lang, lang)
             sections, abbreviations = SectionTable(self.sections_for(lang)), abbreviation_set(self.abbreviations_for(lang))
             attributive = abbreviation_set(self.word_list(ATTRIBUTIVE_RESOURCE, lang))
