@@ -116,10 +116,13 @@ class DocLayout:
         if start < 2 or self.length[start - 1] != 1:
             return False
         text, idx = self.text, self.idx
+        first = text[idx[start]:idx[start] + 1]
+        if text[idx[start - 1]] == "," and first.islower() and start >= 3 and self.length[start - 2] == 1:
+            start -= 1  # "q.4h. p.r.n., pain": a comma after the period shows the sentence goes on
         period, word = idx[start - 1], idx[start - 2]
         if text[period] != "." or word + self.length[start - 2] != period:
             return False
-        first, abbreviation = text[idx[start]:idx[start] + 1], text[word:period].lower()
+        abbreviation = text[word:period].lower()
         if first.islower() and lowercase_continues and abbreviation.isalpha():
             return True
         if first.islower() or first.isdigit():

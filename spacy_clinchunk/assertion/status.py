@@ -80,12 +80,14 @@ class AssertionEngine:
         cancelled: Set[str] = set()  # section statuses a governing cue lifts ("now", "aktuell")
         excepted: Set[str] = set()  # statuses an exception cue lifts ("bis auf", "except for")
         seen = set()
+        section = layout.section_at(target.start)
+        section_name = section.name if section is not None else None
         for u in range(first, last + 1):
             for modifier in per_unit[u].near(target.start, target.end):
                 if id(modifier) in seen:
                     continue
                 seen.add(id(modifier))
-                if modifier.direction in ("TERMINATE", "PSEUDO"):
+                if modifier.direction in ("TERMINATE", "PSEUDO") or _idle_in(modifier, section_name):
                     continue
                 label, lifts = _label_for(modifier, target), _cancels_section(modifier)
                 drops = _cancels(modifier)
@@ -98,7 +100,6 @@ class AssertionEngine:
         for label in excepted:
             governing.pop(label, None)
         cancelled.update(excepted)
-        section = layout.section_at(target.start)
         if section is not None and section.label and section.label not in governing and section.label not in cancelled:
             governing[section.label] = [section]
         if not governing:  # most spans: no cue, no section status
@@ -231,6 +232,17 @@ def _cancels_section(modifier: Any) -> Tuple[str, ...]:
     metadata = getattr(modifier.rule, "metadata", None) or {}
     names = metadata.get("cancels_section") if isinstance(metadata, dict) else None
     return tuple(n for n in names if n in PRECEDENCE) if isinstance(names, list) else ()
+
+
+def _idle_in(modifier: Any, section_name: Optional[str]) -> bool:
+    """Whether a cue says nothing in the span's section (a rule's ``metadata.idle_in_sections``):
+    under "Indications:" "a boy with a history of hypospadias" names the condition the operation
+    treats now, so "history" dates nothing there; under "Past history:" or in a narrative it does."""
+    if section_name is None:
+        return False
+    metadata = getattr(modifier.rule, "metadata", None) or {}
+    names = metadata.get("idle_in_sections") if isinstance(metadata, dict) else None
+    return isinstance(names, list) and section_name in names
 
 
 def _cancels(modifier: Any) -> Tuple[str, ...]:
