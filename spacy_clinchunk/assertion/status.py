@@ -201,6 +201,13 @@ def _give_way(governing: Dict[str, List[Any]]) -> None:
             del governing[label]
 
 
+def _rule_metadata(modifier: Any, key: str) -> Any:
+    """``key`` of the metadata of a cue's rule (None when absent or not a mapping): the one place
+    that reads the per-rule switches below."""
+    metadata = getattr(modifier.rule, "metadata", None)
+    return metadata.get(key) if isinstance(metadata, dict) else None
+
+
 def _label_for(modifier: Any, target: Span) -> Optional[str]:
     """The status a cue gives ``target``: its category's, except that a cue overlapping the
     span gives the rule's ``metadata.inside_span`` status when it has one. "No acute
@@ -209,8 +216,7 @@ def _label_for(modifier: Any, target: Span) -> Optional[str]:
     label = CATEGORY_LABELS.get(modifier.category)
     m_start, m_end = modifier.modifier_span
     if label is not None and m_start < target.end and target.start < m_end:
-        metadata = getattr(modifier.rule, "metadata", None) or {}
-        inside = metadata.get("inside_span") if isinstance(metadata, dict) else None
+        inside = _rule_metadata(modifier, "inside_span")
         if isinstance(inside, str) and inside in PRECEDENCE:
             return inside
     return label
@@ -220,8 +226,7 @@ def _names_the_finding(modifier: Any) -> bool:
     """A cue that is a finding of its own status ("in stable condition", "in stabilem Zustand":
     ``metadata.inside_span`` equal to its category's status): a clause holding it reports that
     finding, whatever words of the clause come before it."""
-    metadata = getattr(modifier.rule, "metadata", None) or {}
-    inside = metadata.get("inside_span") if isinstance(metadata, dict) else None
+    inside = _rule_metadata(modifier, "inside_span")
     return inside is not None and inside == CATEGORY_LABELS.get(modifier.category)
 
 
@@ -229,8 +234,7 @@ def _cancels_section(modifier: Any) -> Tuple[str, ...]:
     """The section statuses a cue lifts from what it governs (a rule's ``metadata.cancels_section``):
     under "Past history:", "currently on dialysis for renal failure" is no past event. Only the
     section's status goes; a cue of the same status still holds."""
-    metadata = getattr(modifier.rule, "metadata", None) or {}
-    names = metadata.get("cancels_section") if isinstance(metadata, dict) else None
+    names = _rule_metadata(modifier, "cancels_section")
     return tuple(n for n in names if n in PRECEDENCE) if isinstance(names, list) else ()
 
 
@@ -240,8 +244,7 @@ def _idle_in(modifier: Any, section_name: Optional[str]) -> bool:
     treats now, so "history" dates nothing there; under "Past history:" or in a narrative it does."""
     if section_name is None:
         return False
-    metadata = getattr(modifier.rule, "metadata", None) or {}
-    names = metadata.get("idle_in_sections") if isinstance(metadata, dict) else None
+    names = _rule_metadata(modifier, "idle_in_sections")
     return isinstance(names, list) and section_name in names
 
 
@@ -249,16 +252,14 @@ def _cancels(modifier: Any) -> Tuple[str, ...]:
     """The statuses an exception cue lifts from what it governs, cues' and section's alike (a
     rule's ``metadata.cancels``): in "Neurologisch bis auf einen leichten Tremor unauffällig" the
     tremor is the exception to "unauffällig", so it is not ``normal``."""
-    metadata = getattr(modifier.rule, "metadata", None) or {}
-    names = metadata.get("cancels") if isinstance(metadata, dict) else None
+    names = _rule_metadata(modifier, "cancels")
     return tuple(n for n in names if n in PRECEDENCE) if isinstance(names, list) else ()
 
 
 def _yields_to(modifier: Any) -> Tuple[str, ...]:
     if isinstance(modifier, Section):
         return ()
-    metadata = getattr(modifier.rule, "metadata", None) or {}
-    names = metadata.get("yields_to") if isinstance(metadata, dict) else None
+    names = _rule_metadata(modifier, "yields_to")
     return tuple(names) if isinstance(names, list) else ()
 
 
