@@ -15,6 +15,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from ..logs import quiet_medspacy_loguru
+from .lists import GOVERNS_LIST
 from .prefilter import Condition, Conditions, all_hold, anchors_hold, fold_safe, token_anchors
 from .rules import ContextRulesError, RuleDict
 
@@ -91,6 +92,9 @@ def compile_rules(
                 if isinstance(ended_by, str) or not all(isinstance(c, str) for c in ended_by):
                     raise ValueError("metadata.terminated_by must be a list of categories")
                 context_rule.terminated_by = {c.upper() for c in ended_by}
+            governs = (data.get("metadata") or {}).get(GOVERNS_LIST) if isinstance(data.get("metadata"), dict) else None
+            if governs is not None and not isinstance(governs, bool):
+                raise ValueError(f"metadata.{GOVERNS_LIST} must be true or false")
         except (TypeError, ValueError) as err:
             raise ContextRulesError(f"{name}: rule #{i} ('{rule.get('literal')}'): {err}") from err
         try:

@@ -7,13 +7,14 @@ Scopes are then cut by other modifiers (TERMINATE cues, same-category cues) with
 ``ConTextModifier.limit_scope`` in ``ConTextGraph.update_scopes`` order.
 """
 from bisect import bisect_left, bisect_right
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from spacy.tokens import Doc
 
 from ..spans import ITEM_LINE_MAX_CHARS
 from .cues import CueMatcher
 from .layout import DocLayout
+from .lists import GOVERNS_LIST, ListGrammar, ListWalk
 
 # Scope limit (tokens) when the doc has no sentence boundaries and max_scope is null.
 UNSEGMENTED_MAX_SCOPE = 30
@@ -24,8 +25,13 @@ _LIST_BULLETS = {"-", "*", "•", "·", "–", "+"}
 Unit = Tuple[int, int]
 
 
-def unit_modifiers(doc: Doc, matcher: CueMatcher, layout: DocLayout, max_scope: Optional[int]) -> List["UnitModifiers"]:
-    """The modifiers that reach into each scope unit, scopes already cut as ConText cuts them."""
+def unit_modifiers(
+    doc: Doc, matcher: CueMatcher, layout: DocLayout, max_scope: Optional[int], grammar: ListGrammar = ListGrammar()
+) -> List["UnitModifiers"]:
+    """The modifiers that reach into each scope unit, scopes already cut as ConText cuts them.
+
+    ``grammar``: what the language's lists are made of, for the rules whose
+    ``metadata.governs_list`` asks them to govern a list whole (see :mod:`.lists`)."""
     from medspacy.context import ConTextModifier
 
     limit = max_scope if (max_scope or layout.has_sents) else UNSEGMENTED_MAX_SCOPE
@@ -34,25 +40,68 @@ def unit_modifiers(doc: Doc, matcher: CueMatcher, layout: DocLayout, max_scope: 
     found = matcher(doc, layout.is_cue_site, layout.text, layout.space, layout.lowers, layout.idx)
     if not found:
         return [NO_MODIFIERS] * len(units)
+    walk = _list_walk(layout, matcher, found, grammar)
+    lists: Dict[int, Unit] = {}  # id(modifier) -> the list it governs beyond its own reach
     for match_id, start, end in found:
         rule = matcher.rule_by_id[match_id]
         u = bisect_right(unit_starts, start) - 1
         u_start, u_end = units[u]
         rule_scope = rule.max_scope or limit
-        scope_start, scope_end = scope(rule.direction, rule_scope, start, end, layout.field_floor(start, u_start), u_end)
+        floor = layout.field_floor(start, u_start)
+        scope_start, scope_end = scope(rule.direction, rule_scope, start, end, floor, u_end)
+        listed = _listed(walk, rule, start, end, floor, u_end) if walk is not None else None
+        if listed is not None:  # "Na, K, Cl, Ca unauff.": the cue's list, however long
+            scope_start, scope_end = min(scope_start, listed[0]), max(scope_end, listed[1])
         later = _later_units(doc, layout, rule.direction, u, start, end, scope_end)
         if later:  # "NEGATIVE FOR" at the end of a line, "Call if:" over its list
             last = units[later[-1]][1]
             scope_end = last if rule_scope is None else min(last, end + rule_scope)
         modifier = ConTextModifier(rule, start, end, None, scope_start=scope_start, scope_end=scope_end)
+        if listed is not None:
+            lists[id(modifier)] = listed
         per_unit[u].append(modifier)
         for k in later:
             per_unit[k].append(modifier)
     for mods in per_unit:
         if len(mods) > 1:
             mods.sort(key=lambda m: m.modifier_span)
-            update_scopes(mods)
+            update_scopes(mods, lists)
     return [UnitModifiers(mods) if mods else NO_MODIFIERS for mods in per_unit]
+
+
+def _governs_list(rule: Any) -> bool:
+    metadata = getattr(rule, "metadata", None)
+    return isinstance(metadata, dict) and metadata.get(GOVERNS_LIST) is True
+
+
+def _listed(walk: ListWalk, rule: Any, start: int, end: int, floor: int, u_end: int) -> Optional[Unit]:
+    """The tokens of the list a cue at ``start:end`` governs (None when its rule asks for no
+    list or none is there): a bounded cue reaches past its ``max_scope`` over it, and the
+    terminators between its items do not cut it (see :func:`update_scopes`)."""
+    if not _governs_list(rule):
+        return None
+    if rule.direction in ("BACKWARD", "BIDIRECTIONAL"):
+        first = walk.start_before(start, floor)
+        return (first, start) if first < start else None
+    if rule.direction == "FORWARD":
+        last = walk.end_after(end, u_end)
+        return (end, last) if last > end else None
+    return None
+
+
+def _list_walk(
+    layout: DocLayout, matcher: CueMatcher, found: List[Tuple[int, int, int]], grammar: ListGrammar
+) -> Optional[ListWalk]:
+    """The list walker of this doc, when one of its cues governs a list (None otherwise)."""
+    if not any(_governs_list(matcher.rule_by_id[match_id]) for match_id, _, _ in found):
+        return None
+    in_cue = [False] * len(layout.space)
+    for match_id, start, end in found:
+        if matcher.rule_by_id[match_id].direction == "TERMINATE" and _separator_only(layout, start, end, grammar.joiners):
+            continue  # the comma before an item with its own predicate ends other cues' scopes, not a list
+        for k in range(start, end):
+            in_cue[k] = True
+    return ListWalk(lambda k: layout.text_of(k, k + 1), layout.space, in_cue, grammar)
 
 
 def scope(direction: str, limit: Optional[int], start: int, end: int, u_start: int, u_end: int) -> Tuple[int, int]:
@@ -164,9 +213,14 @@ def _extent(m: Any) -> Tuple[int, int]:
     return min(m.scope_span[0], m.modifier_span[0]), max(m.scope_span[1], m.modifier_span[1])
 
 
-def update_scopes(mods: List[Any]) -> None:
+def update_scopes(mods: List[Any], lists: Optional[Dict[int, Unit]] = None) -> None:
     """medspaCy's ``ConTextGraph.update_scopes`` (same pair order, same ``limit_scope``),
-    skipping pairs whose scopes cannot overlap, so a long unit is not quadratic."""
+    skipping pairs whose scopes cannot overlap, so a long unit is not quadratic.
+
+    ``lists``: id of a modifier -> the list it governs (see :func:`_listed`); a terminator
+    between the items of that list ("Na, K, Tri unauff.": the comma before an item with a
+    predicate) cuts the scopes of other cues, not the list's own predicate."""
+    lists = lists or {}
     starts = [m.modifier_span[0] for m in mods]
     far_left = [k for k, m in enumerate(mods) if starts[k] - _extent(m)[0] > _NEAR]
     for i in range(len(mods) - 1):
@@ -175,8 +229,25 @@ def update_scopes(mods: List[Any]) -> None:
         others = far_left[bisect_left(far_left, window_end):]
         for j in [*range(i + 1, window_end), *others]:
             second = mods[j]
-            first.limit_scope(second)
-            second.limit_scope(first)
+            if not _inside_list(first, second, lists):
+                first.limit_scope(second)
+            if not _inside_list(second, first, lists):
+                second.limit_scope(first)
+
+
+def _separator_only(layout: DocLayout, start: int, end: int, joiners: FrozenSet[str]) -> bool:
+    """The cue's words are one list separator: a comma, a slash or a joiner ("and")."""
+    word = layout.text_of(start, end).strip().lower()
+    return word in (",", "/") or word in joiners
+
+
+def _inside_list(modifier: Any, other: Any, lists: Dict[int, Unit]) -> bool:
+    """``other`` is a terminator between the items of the list ``modifier`` governs (only a
+    separator can be: the walk of :mod:`.lists` stops at the words of any other cue)."""
+    listed = lists.get(id(modifier)) if lists else None
+    if listed is None or other.direction.upper() != "TERMINATE":
+        return False
+    return listed[0] <= other.modifier_span[0] and other.modifier_span[1] <= listed[1]
 
 
 class UnitModifiers:

@@ -18,6 +18,7 @@ from spacy.tokens import Doc, Span
 from .cues import CueMatcher
 from .layout import DocLayout
 from .rules import CATEGORY_LABELS, PRECEDENCE
+from .lists import ListGrammar
 from .scopes import UnitModifiers, unit_modifiers
 from .sections import Section, SectionTable
 
@@ -42,8 +43,10 @@ class AssertionEngine:
         abbreviations: FrozenSet[str] = frozenset(),
         attributive: FrozenSet[str] = frozenset(),
         lowercase_continues: bool = False,
+        list_grammar: ListGrammar = ListGrammar(),
     ) -> None:
         self.matcher = matcher
+        self.list_grammar = list_grammar
         self.lowercase_continues = lowercase_continues
         self.abbreviations = abbreviations
         self.attributive = attributive
@@ -67,7 +70,7 @@ class AssertionEngine:
         )
         if sections_key and given is None:
             write_sections(doc, sections_key, layout.sections)
-        per_unit = unit_modifiers(doc, self.matcher, layout, self.max_scope)
+        per_unit = unit_modifiers(doc, self.matcher, layout, self.max_scope, self.list_grammar)
         for targets in groups:
             for target in targets:
                 yield target, self.assess(target, per_unit, layout)

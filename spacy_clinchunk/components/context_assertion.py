@@ -41,9 +41,12 @@ from ..assertion.cues import alternative_list_guard, compile_rules
 from ..assertion.extensions import ExtensionNames
 from ..assertion.language import detect_language, foreign_stop_words, recorded_language
 from ..assertion.layout import LOWERCASE_CONTINUES, abbreviation_set
+from ..assertion.lists import list_grammar
 from ..assertion.rules import RuleDict, build_rules, merge_rules, validate_rules
 from ..assertion.sections import SectionData, SectionTable, check_sections, section_data
 from ..assertion.status import AssertionEngine
+from ..assertion.word_lists import (ABBREVIATIONS_RESOURCE, ATTRIBUTIVE_RESOURCE, BREAKS_RESOURCE, JOINERS_RESOURCE,
+                                    LIGHT_WORDS_RESOURCE, LIST_JOINERS_RESOURCE, SAVED_KEYS, WORD_LISTS)
 from ..groundtruth.assertion_score import ASSERTION_SCORE_WEIGHTS
 from ..resources_io import (
     FALLBACK_LANGUAGE,
@@ -61,17 +64,6 @@ except ImportError:  # pragma: no cover - pydantic 1
     from pydantic import StrictBool, constr  # type: ignore[no-redef]
 
 FACTORY = "clin_context_assertion"
-LIGHT_WORDS_RESOURCE = "assertion_light_words"
-ABBREVIATIONS_RESOURCE = "abbreviations"  # "bds.", "Pat.": a period after one ends no scope
-# "path.", "Dr.": abbreviations that stand before their noun, so a capital after them opens no sentence
-ATTRIBUTIVE_RESOURCE = "attributive_abbreviations"
-# "or", "nor": a list that goes on to one is one list, which a comma before a graded item does not cut
-JOINERS_RESOURCE = "alternative_joiners"
-BREAKS_RESOURCE = "alternative_breaks"  # "and", "but", "which": where the list before an alternative ends
-WORD_LISTS = (LIGHT_WORDS_RESOURCE, ABBREVIATIONS_RESOURCE, ATTRIBUTIVE_RESOURCE, JOINERS_RESOURCE, BREAKS_RESOURCE)
-SAVED_KEYS = {LIGHT_WORDS_RESOURCE: "light_words", ABBREVIATIONS_RESOURCE: "abbreviations",
-              ATTRIBUTIVE_RESOURCE: "attributive_abbreviations", JOINERS_RESOURCE: "alternative_joiners",
-              BREAKS_RESOURCE: "alternative_breaks"}  # list -> its key in cfg.json (WORD_LISTS is initialize's order)
 RULES_FILE = "context_rules.json"
 CFG_FILE = "cfg.json"
 DATA_FORMAT = 2  # of cfg.json: the data of the main language and the source it was built from
@@ -185,6 +177,7 @@ class ContextAssertion(Pipe):
         attributive_abbreviations: Optional[Union[List[str], str]] = None,
         alternative_joiners: Optional[Union[List[str], str]] = None,
         alternative_breaks: Optional[Union[List[str], str]] = None,
+        list_joiners: Optional[Union[List[str], str]] = None,
     ) -> None:
         """Set the data and compile the rules (medspaCy is imported here).
 
@@ -207,6 +200,9 @@ class ContextAssertion(Pipe):
             chills, increased pain, weakness, or rash"); default: the shipped list; empty: no guard.
         alternative_breaks: words before which such a list has ended ("and", "but", "which");
             default: the shipped ``alternative_breaks``.
+        list_joiners: words that join the items of a list ("and", "und"): a rule whose metadata
+            sets ``governs_list`` governs the whole list its short scope ends in ("Na, K, Cl, Ca,
+            CRP unauff."); default: the shipped ``coordination_joiners`` of the language.
 
         With ``language = "auto"`` what is given applies to every language, and the data of
         every language is loaded here; each language's rules compile on its first document.
@@ -215,7 +211,7 @@ class ContextAssertion(Pipe):
         given_sections = None if sections is None else check_sections(sections, f"{self.name}: initialize sections")
         given_lists = {name: resolve_override(value, name) for name, value in zip(
             WORD_LISTS, (light_words, abbreviations, attributive_abbreviations, alternative_joiners,
-                         alternative_breaks)) if value is not None}
+                         alternative_breaks, list_joiners)) if value is not None}
         self._rules, self._sections, self._engines = {}, {}, {}
         self._lists = {name: {} for name in WORD_LISTS}
         for lang in self.languages:
@@ -290,8 +286,9 @@ class ContextAssertion(Pipe):
             light = {w.lower() for w in self.light_words_for(lang)} | foreign_stop_words(self.nlp.lang, lang)
             sections, abbreviations = SectionTable(self.sections_for(lang)), abbreviation_set(self.abbreviations_for(lang))
             attributive = abbreviation_set(self.word_list(ATTRIBUTIVE_RESOURCE, lang))
+            grammar = list_grammar(lang, self.word_list(LIST_JOINERS_RESOURCE, lang))
             engine = AssertionEngine(
-                matcher, sections, light, self.max_scope, abbreviations, attributive, lang in LOWERCASE_CONTINUES
+                matcher, sections, light, self.max_scope, abbreviations, attributive, lang in LOWERCASE_CONTINUES, grammar
             )
             self._engines[lang] = engine
         return engine

@@ -11,7 +11,7 @@ from assertion_helpers import case_groups, check
 from spacy_clinchunk.pipeline import resolve_pipeline
 
 ROUNDS = {name: case_groups(name) for name in ("assertion_round4_en", "assertion_round5", "assertion_round7", "assertion_round8",
-                                                  "assertion_round9", "assertion_round10")}
+                                                  "assertion_round9", "assertion_round10", "assertion_round11")}
 GROUPS = [data for groups, _ in ROUNDS.values() for data in groups.values()]
 CASES = [case for _, cases in ROUNDS.values() for case in cases]
 
