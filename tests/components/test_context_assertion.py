@@ -767,7 +767,7 @@ def test_to_disk_and_spacy_load_give_identical_output(assertion_nlp, example_tex
     saved = json.loads((tmp_path / "p" / FACTORY / "cfg.json").read_text(encoding="utf-8"))
     # data, no settings; with language "auto" the data of the other languages too
     data = {"light_words", "sections", "abbreviations", "attributive_abbreviations", "alternative_joiners",
-            "alternative_breaks"}
+            "alternative_breaks", "list_joiners"}
     assert set(saved) == {"format", "source", "languages", *data}
     assert set(saved["languages"]) == {"de", "es", "fr", "nl"}
     assert set(saved["languages"]["de"]) == data
