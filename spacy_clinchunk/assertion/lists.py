@@ -40,6 +40,11 @@ def list_grammar(lang: str, joiners: List[str]) -> ListGrammar:
     return ListGrammar(frozenset(w.lower() for w in joiners), lang in NOUNS_CAPITALISED)
 
 
+def separates(word: str, joiners: FrozenSet[str]) -> bool:
+    """``word`` separates two items of a list: a comma, a slash or a joiner."""
+    return word in _SEPARATORS or word.lower() in joiners
+
+
 class ListWalk:
     """The token view a walk reads: words, spaces, cue tokens, and the language's list grammar."""
 
@@ -61,13 +66,13 @@ class ListWalk:
         return self.nouns_capitalised and word.isalpha() and word.islower()
 
     def _separates(self, word: str) -> bool:
-        return word in _SEPARATORS or word.lower() in self.joiners
+        return separates(word, self.joiners)
 
-    def _stops(self, k: int) -> bool:
-        """Token ``k`` belongs to no item of the list: another cue's words, or a number, the
-        value of a measurement ("Hb 10,5 g/dl, Quick 69%, übrige Serumchemie o.B.": the summary
-        is said of the items without a value of their own; "HbA1c", "IL6" are names)."""
-        return self.in_cue[k] or self.word_of(k)[:1].isdigit()
+    def _stops(self, k: int, word: str) -> bool:
+        """Token ``k`` (``word``) belongs to no item of the list: another cue's words, or a
+        number, the value of a measurement ("Hb 10,5 g/dl, Quick 69%, übrige Serumchemie o.B.":
+        the summary is said of the items without a value of their own; "HbA1c", "IL6" are names)."""
+        return self.in_cue[k] or word[:1].isdigit()
 
     def start_before(self, cue_start: int, floor: int) -> int:
         """The first token of the list that ends right before ``cue_start``; ``cue_start`` when
@@ -78,9 +83,9 @@ class ListWalk:
             if self.space[k]:
                 k -= 1
                 continue
-            if self._stops(k):
-                return best  # the item next to another cue or a value is not the list's
             word = self.word_of(k)
+            if self._stops(k, word):
+                return best  # the item next to another cue or a value is not the list's
             if word == _CLOSE:
                 k = self._matching(k, floor, -1)
                 if k < 0:
@@ -115,9 +120,9 @@ class ListWalk:
             if self.space[k]:
                 k += 1
                 continue
-            if self._stops(k):
-                return best
             word = self.word_of(k)
+            if self._stops(k, word):
+                return best
             if word == _OPEN:
                 k = self._matching(k, ceiling, 1)
                 if k < 0:
@@ -147,7 +152,7 @@ class ListWalk:
         depth = 0
         while (k >= bound) if step < 0 else (k < bound):
             word = self.word_of(k)
-            if self._stops(k) or word in _ENDS:
+            if self._stops(k, word) or word in _ENDS:
                 return -1
             if word in (_OPEN, _CLOSE):
                 depth += 1 if (word == _CLOSE) == (step < 0) else -1

@@ -14,7 +14,7 @@ from spacy.tokens import Doc
 from ..spans import ITEM_LINE_MAX_CHARS
 from .cues import CueMatcher
 from .layout import DocLayout
-from .lists import GOVERNS_LIST, ListGrammar, ListWalk
+from .lists import GOVERNS_LIST, ListGrammar, ListWalk, separates
 
 # Scope limit (tokens) when the doc has no sentence boundaries and max_scope is null.
 UNSEGMENTED_MAX_SCOPE = 30
@@ -237,14 +237,13 @@ def update_scopes(mods: List[Any], lists: Optional[Dict[int, Unit]] = None) -> N
 
 def _separator_only(layout: DocLayout, start: int, end: int, joiners: FrozenSet[str]) -> bool:
     """The cue's words are one list separator: a comma, a slash or a joiner ("and")."""
-    word = layout.text_of(start, end).strip().lower()
-    return word in (",", "/") or word in joiners
+    return separates(layout.text_of(start, end).strip(), joiners)
 
 
 def _inside_list(modifier: Any, other: Any, lists: Dict[int, Unit]) -> bool:
     """``other`` is a terminator between the items of the list ``modifier`` governs (only a
     separator can be: the walk of :mod:`.lists` stops at the words of any other cue)."""
-    listed = lists.get(id(modifier)) if lists else None
+    listed = lists.get(id(modifier))
     if listed is None or other.direction.upper() != "TERMINATE":
         return False
     return listed[0] <= other.modifier_span[0] and other.modifier_span[1] <= listed[1]
