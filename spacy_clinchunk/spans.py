@@ -134,10 +134,13 @@ def is_hard_break(text: str, match_start: int, match_end: int) -> bool:
         return True
     if _SENTENCE_END.search(prev_line):
         return True
-    if _LABEL_LINE.match(prev_line) or _LABEL_LINE.match(text, match_end):
-        return True  # "Admission date: 03/14/2024" lines of a form
+    if _LABEL_LINE.match(text, match_end):
+        return True  # the next line is a form's field ("Diagnose: ...")
     if _continues_its_list(stripped):
-        return False  # "Negativ sind h-Caldesmon, EMA," / "Hormonrezeptoren.": the list wraps
+        return False  # "Negativ sind h-Caldesmon, EMA," / "Hormonrezeptoren.": the list wraps, also
+        # on a line a label opens ("Phänotyp: ... Negativ sind h-Caldesmon, EMA,")
+    if _LABEL_LINE.match(prev_line):
+        return True  # "Admission date: 03/14/2024" lines of a form
     # one item per line: a short line before a line that opens with a capital or a digit
     # ("Arterielle Hypertonie" / "V.a. KHK"); prose wraps at its full width, not short of it
     following = text[match_end:match_end + 1]
@@ -195,7 +198,7 @@ def seed_ranges(doc: Doc, abbreviations: Optional[Abbreviations] = None, text: O
     """
     text = doc_text(doc) if text is None else text
     if len(doc) and doc.has_annotation("SENT_START"):
-        units = [(s.start_char, s.end_char) for s in doc.sents]
+        units = _rejoin_glued_marks(text, [(s.start_char, s.end_char) for s in doc.sents])
         if abbreviations is not None:
             units = _rejoin_abbreviation_breaks(text, units, abbreviations)
     else:
@@ -204,6 +207,31 @@ def seed_ranges(doc: Doc, abbreviations: Optional[Abbreviations] = None, text: O
     for start, end in units:
         ranges.extend(split_at_hard_breaks(text, start, end))
     return ranges
+
+
+def opens_its_word(text: str, mark: int) -> bool:
+    """The question mark at ``mark`` opens the word glued after it rather than ending a sentence:
+    a character an export could not encode ("GOT, ?-GT, CK") or a query ("?PE"), standing after a
+    space, a comma or a bracket."""
+    return (
+        text[mark] == "?"
+        and mark + 1 < len(text)
+        and not text[mark + 1].isspace()
+        and (mark == 0 or text[mark - 1].isspace() or text[mark - 1] in ",;(/")
+    )
+
+
+def _rejoin_glued_marks(text: str, units: List[Range]) -> List[Range]:
+    """Undo a sentence break after a question mark that opens a word (:func:`opens_its_word`)."""
+    if "?" not in text:
+        return units
+    merged: List[Range] = []
+    for start, end in units:
+        if merged and merged[-1][1] == start and start > 0 and opens_its_word(text, start - 1):
+            merged[-1] = (merged[-1][0], end)
+            continue
+        merged.append((start, end))
+    return merged
 
 
 def _rejoin_abbreviation_breaks(text: str, units: List[Range], abbreviations: Abbreviations) -> List[Range]:

@@ -12,7 +12,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Option
 from spacy.attrs import IDX, IS_SPACE, LENGTH, LOWER, SENT_START
 from spacy.tokens import Doc, Span
 
-from ..spans import has_breaks, hard_breaks
+from ..spans import hard_breaks, has_breaks, opens_its_word
 from .sections import SECTIONIZER_STATUS, Section, SectionTable
 
 # Section headers and form labels: an upper-case label followed by ':' (accented capitals
@@ -87,6 +87,8 @@ class DocLayout:
         starts = {i for i, value in enumerate(sent) if value == 1} if self.has_sents else set()
         if (abbreviations or attributive or lowercase_continues) and starts:
             starts = {i for i in starts if not self._after_abbreviation(i, abbreviations, attributive, lowercase_continues)}
+        if starts:
+            starts = {i for i in starts if not self._after_glued_mark(i)}
         starts.add(0)
         # header label token ranges (never cues) and sections
         self.labels: List[Tuple[int, int]] = []
@@ -128,6 +130,14 @@ class DocLayout:
         if first.islower() or first.isdigit():
             return abbreviation in abbreviations or abbreviation in attributive
         return abbreviation in attributive
+
+    def _after_glued_mark(self, start: int) -> bool:
+        """A sentence start the sentencizer set after a question mark that opens the word glued
+        to it ("Na, K, GOT, ?-GT, CK"; :func:`~spacy_clinchunk.spans.opens_its_word`)."""
+        if start < 1 or self.length[start - 1] != 1:
+            return False
+        mark = self.idx[start - 1]
+        return mark + 1 == self.idx[start] and opens_its_word(self.text, mark)
 
     def _stands_as_header(self, head: int, body: int) -> bool:
         """A title opens its line or ends with a colon."""

@@ -90,7 +90,12 @@ class AssertionEngine:
                 if id(modifier) in seen:
                     continue
                 seen.add(id(modifier))
-                if modifier.direction in ("TERMINATE", "PSEUDO") or _idle_in(modifier, section_name):
+                if modifier.direction == "PSEUDO":
+                    denied = _pseudo_inside(modifier, target)
+                    if denied is not None:  # "had no [changes in the SSEPs]": the concept is what "no" denies
+                        governing.setdefault(denied, []).append(modifier)
+                    continue
+                if modifier.direction == "TERMINATE" or _idle_in(modifier, section_name):
                     continue
                 label, lifts = _label_for(modifier, target), _cancels_section(modifier)
                 drops = _cancels(modifier)
@@ -223,6 +228,21 @@ def _label_for(modifier: Any, target: Span) -> Optional[str]:
         if isinstance(inside, str) and inside in PRECEDENCE:
             return inside
     return label
+
+
+def _pseudo_inside(modifier: Any, target: Span) -> Optional[str]:
+    """A pseudo cue keeps its head word off what follows it ("no change in [the mass]": the mass
+    is there), but a span that begins among the cue's own later words is what the head word
+    speaks of ("no [change in the SSEPs]", "keine [Befundänderung]"), and so is a span that lies
+    within the cue ("([Fokus pulmonal] oder Harnwege)") or (a chunk) ends with it ("[the case had
+    no changes]"): the rule's ``metadata.inside_span`` status, when it has one. A span that
+    begins with the cue and runs past it ("[no change in the mass]") is what the cue protects."""
+    m_start, m_end = modifier.modifier_span
+    begins_inside = m_start < target.start < m_end or (m_start == target.start and target.end <= m_end)
+    if not (begins_inside or (target.start <= m_start and target.end == m_end)):
+        return None
+    inside = _rule_metadata(modifier, "inside_span")
+    return inside if isinstance(inside, str) and inside in PRECEDENCE else None
 
 
 def _names_the_finding(modifier: Any) -> bool:

@@ -154,6 +154,22 @@ def test_one_item_per_line_keeps_each_items_cues(german_nlp):
     assert got["KHK"] == "uncertain"
 
 
+def test_a_list_wrapped_after_a_labelled_line_stays_one_chunk(german_nlp):
+    got = statuses(german_nlp, "Rezeptorstatus / Phänotyp: kräftige Expression von Vimentin. Negativ sind h-Caldesmon, EMA,\n"
+                               "Hormonrezeptoren.\nDiagnose: Leiomyosarkom")
+    held = [k for k in got if "Hormonrezeptoren" in k]
+    assert held and all("Negativ sind" in k and got[k] == "negated" for k in held)
+    assert got["Leiomyosarkom"] == "affirmed"  # a field's line is a new unit
+
+
+def test_a_question_mark_that_opens_a_word_ends_no_chunk(german_nlp):
+    doc = german_nlp("Normwerte für Na, K, GOT, ?-GT, A-PT, CK, Quick, PTT. Harnsäure erhöht.")
+    chunks = doc.spans[attrs.CHUNKS_KEY]
+    assert not any(s.text.startswith("-GT") for s in chunks)  # "?-GT" is one word
+    assert all(s._.clin_assertion == "normal" for s in chunks if "CK" in s.text or "PTT" in s.text)
+    assert [s._.clin_assertion for s in chunks if "Harnsäure" in s.text] == ["affirmed"]
+
+
 def test_o_b_with_a_space_is_one_chunk(german_nlp):
     got = statuses(german_nlp, "Abdomen: weich, o. B., keine Resistenzen.")
     assert "o. B." in got and got["keine Resistenzen"] == "negated"
