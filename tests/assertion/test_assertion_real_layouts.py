@@ -170,6 +170,30 @@ def test_a_question_mark_that_opens_a_word_ends_no_chunk(german_nlp):
     assert [s._.clin_assertion for s in chunks if "Harnsäure" in s.text] == ["affirmed"]
 
 
+@pytest.mark.parametrize("lang,text,finding", [
+    ("en", "A little-to-no pus was received from the wound.", "pus"),
+    ("en", "Little or no drainage was seen from the incision.", "drainage"),
+    ("fr", "Il y a peu ou pas de fièvre depuis deux jours.", "fièvre"),
+])
+def test_a_quantity_down_to_nothing_denies_its_chunk(lang, text, finding):
+    """"little to no pus": the chunk opens with the denial it holds, and "or" inside the phrase cuts nothing."""
+    doc = load_pipeline("default", lang=lang)(text)
+    held = [s for s in doc.spans[attrs.CHUNKS_KEY] if finding in s.text]
+    assert len(held) == 1 and held[0]._.clin_assertion == "negated", [(s.text, s._.clin_assertion) for s in held]
+    assert not any(s.text.lower() in ("little", "a little") for s in doc.spans[attrs.CHUNKS_KEY])
+
+
+def test_a_clause_closed_by_a_word_of_no_complication_reads_negated(german_nlp):
+    got = statuses(german_nlp, "Die Anämie wurde mit zwei Konserven behandelt. Die Transfusionen verliefen komplikationslos.")
+    assert got["Transfusionen verliefen komplikationslos"] == "negated"
+
+
+def test_details_not_further_known_deny_nothing_in_the_chunk(german_nlp):
+    got = statuses(german_nlp, "Familienanamnese: Großmutter gynäkologischer Tumor (nicht weiter bekannt). Vater Diabetes mellitus.")
+    held = [k for k in got if "Tumor" in k]
+    assert held and all(got[k] == "family" for k in held), got
+
+
 def test_o_b_with_a_space_is_one_chunk(german_nlp):
     got = statuses(german_nlp, "Abdomen: weich, o. B., keine Resistenzen.")
     assert "o. B." in got and got["keine Resistenzen"] == "negated"
