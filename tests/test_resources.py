@@ -62,6 +62,14 @@ def test_punct_rules_schema(lang):
 
 
 @pytest.mark.parametrize("lang", SUPPORTED_LANGUAGES)
+def test_every_abbreviation_written_before_its_noun_is_an_abbreviation(lang):
+    """The assertion units read ``attributive_abbreviations`` beside ``abbreviations``; the chunkers
+    read ``abbreviations`` alone, so one missing there loses its period to a chunk cut."""
+    known = {w.lower() for w in load(lang, "abbreviations")}
+    assert [w for w in load(lang, "attributive_abbreviations") if w.lower() not in known] == []
+
+
+@pytest.mark.parametrize("lang", SUPPORTED_LANGUAGES)
 def test_every_negation_word_survives_the_cleaner(lang):
     nlp = spacy.blank(lang)
     nlp.add_pipe("clin_cleaner")

@@ -194,6 +194,15 @@ def test_details_not_further_known_deny_nothing_in_the_chunk(german_nlp):
     assert held and all(got[k] == "family" for k in held), got
 
 
+def test_a_german_abbreviation_keeps_its_period_in_the_chunks(german_nlp):
+    """"Bek. NINS", "chron. organ. Psychosyndrom": the period belongs to the abbreviation, so no chunk
+    ends or starts inside it, and "chron. organ." stays together."""
+    doc = german_nlp("Bek. NINS 1°\nSchwerwiegende Sprachstörung und chron. organ. Psychosyndrom bei St.p. SHT 1995\n")
+    texts = [s.text for s in doc.spans[attrs.CHUNKS_KEY]]
+    assert "Bek." in texts and "Bek" not in texts, texts
+    assert any(t.endswith("chron. organ.") for t in texts) and "organ" not in texts, texts
+
+
 def test_o_b_with_a_space_is_one_chunk(german_nlp):
     got = statuses(german_nlp, "Abdomen: weich, o. B., keine Resistenzen.")
     assert "o. B." in got and got["keine Resistenzen"] == "negated"
