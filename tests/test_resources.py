@@ -17,6 +17,7 @@ WORD_LISTS = (
     "introducer_abbreviations",
     "coordinating_conjunctions",
     "transition_markers",
+    "status_openers",
     "conjunction_fixed_expressions",
     "leading_cleanup_words",
     "trailing_cleanup_words",

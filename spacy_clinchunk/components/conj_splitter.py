@@ -6,6 +6,16 @@ that joins single words ("aplastic or hypoplastic nails") is kept when fewer tha
 ``min_words_before`` words precede it in the current chunk. With ``keep_coordinated``
 (off by default) a conjunction inside a coordinated concept ("cleft lip and palate",
 "carpal and tarsal bones") is kept too (see :mod:`spacy_clinchunk.components.coordination`).
+
+With ``split_before_status_openers`` (off by default; on in the configs that assert) a word that
+opens a part of the clause with a status of its own starts the next chunk too, as a conjunction
+does (the ``status_openers`` list): a denial ("without", "with no", "ohne", "sans", "sin",
+"zonder": "Tracheostomy site is clean" | "without blood or discharge") or a past event ("status
+post", "Z.n.", "status na": "Darkened mole" | "status post punch biopsy"). The words before it
+and the words after it have different statuses, and a chunk carries one status, so a chunk that
+held both showed one of them wrong. A denial that calls the finding before it normal
+("Abdomen ohne pathologischen Befund", "examen sans particularité") is one of the
+``conjunction_fixed_expressions`` and stays whole.
 """
 
 import re
@@ -21,16 +31,19 @@ from ..spans import Range, strip_range
 from .settings import PositiveInt
 
 FACTORY = "clin_conj_splitter"
+OPENERS = "status_openers"
 _WORD = re.compile(r"\S+")
+_SPACES = re.compile(r"\s+")
 
 
-@refiner_factory(FACTORY, min_words_before=2, min_words_after=1, keep_coordinated=False)
+@refiner_factory(FACTORY, min_words_before=2, min_words_after=1, keep_coordinated=False, split_before_status_openers=False)
 def make_conj_splitter(
     nlp: Language,
     name: str,
     min_words_before: PositiveInt,
     min_words_after: PositiveInt,
     keep_coordinated: bool,
+    split_before_status_openers: bool,
     spans_key: str, language: Optional[str], overrides: Dict[str, Override], scorer: Optional[Callable],  # every refiner's
 ):
     return ConjSplitter(**locals())  # the class takes exactly the factory's settings
@@ -46,7 +59,7 @@ class ConjSplitter(ChunkRefiner):
     """Split chunks before conjunctions ("and", "but", "oder", "sino" ...)."""
 
     resource_names = ("coordinating_conjunctions", "transition_markers", "conjunction_fixed_expressions")
-    compiled = ("marker_re", "fixed_re")
+    compiled = ("marker_re", "fixed_re", "openers")
 
     def __init__(
         self,
@@ -56,18 +69,26 @@ class ConjSplitter(ChunkRefiner):
         min_words_before: int,
         min_words_after: int,
         keep_coordinated: bool,
+        split_before_status_openers: bool,
         **kwargs,
     ) -> None:
         self.min_words_before = min_words_before
         self.min_words_after = min_words_after
         self.keep_coordinated = keep_coordinated
-        if self.keep_coordinated:  # its word lists travel with the component only when used
-            self.resource_names = type(self).resource_names + COORDINATION_RESOURCES
+        self.split_before_status_openers = split_before_status_openers
+        # a word list travels with the component only when its setting uses it
+        self.resource_names = (
+            type(self).resource_names
+            + (COORDINATION_RESOURCES if keep_coordinated else ())
+            + ((OPENERS,) if split_before_status_openers else ())
+        )
         super().__init__(nlp, name, **kwargs)
 
     def setup(self) -> None:
         markers = list(self.resources["coordinating_conjunctions"]) + list(self.resources["transition_markers"])
-        self.marker_re = re.compile(rf"(?<!\S)(?:{_phrase_pattern(markers)})(?=\s)", re.IGNORECASE)
+        openers = list(self.resources[OPENERS]) if self.split_before_status_openers else []
+        self.openers = frozenset(_normalized(o) for o in openers)
+        self.marker_re = re.compile(rf"(?<!\S)(?:{_phrase_pattern(markers + openers)})(?=\s)", re.IGNORECASE)
         fixed = self.resources["conjunction_fixed_expressions"]
         self.fixed_re = (
             re.compile(rf"(?<![\w/])(?:{_phrase_pattern(fixed)})(?![\w/])", re.IGNORECASE) if fixed else None
@@ -89,7 +110,12 @@ class ConjSplitter(ChunkRefiner):
                 continue
             if len(starts) - bisect_left(starts, match.end()) < self.min_words_after:
                 continue
-            if self.coordination is not None and self.coordination.keeps(text, (start, end), (split, match.end())):
+            # a status opener is no conjunction: it joins no concept's parts, so it is never kept as one
+            if (
+                self.coordination is not None
+                and _normalized(match.group()) not in self.openers
+                and self.coordination.keeps(text, (start, end), (split, match.end()))
+            ):
                 continue
             pieces.append((cursor, split))
             cursor = split
@@ -101,6 +127,11 @@ class ConjSplitter(ChunkRefiner):
         if self.fixed_re is None:
             return []
         return [(m.start(), m.end()) for m in self.fixed_re.finditer(text, start, end)]
+
+
+def _normalized(phrase: str) -> str:
+    """A phrase as the marker pattern matches it: lower case, one space between words."""
+    return _SPACES.sub(" ", phrase.strip().lower())
 
 
 def _inside(ranges: Sequence[Tuple[int, int]], position: int) -> bool:

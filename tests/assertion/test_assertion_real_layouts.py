@@ -218,6 +218,35 @@ def test_a_german_letter_gets_german_chunking_with_language_auto(default_nlp, ge
     assert key(auto) == key(forced)
 
 
+@pytest.mark.parametrize("lang,text,kept,opened,statuses", [
+    ("en", "The patient tolerated the procedure well without complications.", "tolerated", "complications", ("normal", "negated")),
+    ("en", "Flexion revealed good stability with no impingement.", "good stability", "impingement", ("normal", "negated")),
+    ("de", "Seit 10 Tagen grippaler Infekt ohne Fieber.", "grippaler Infekt", "Fieber", ("affirmed", "negated")),
+    ("fr", "Toux productive sans fièvre depuis trois jours.", "Toux", "fièvre", ("affirmed", "negated")),
+    ("es", "Dolor torácico intenso sin fiebre.", "Dolor", "fiebre", ("affirmed", "negated")),
+    ("nl", "Productieve hoest zonder koorts.", "hoest", "koorts", ("affirmed", "negated")),
+    ("en", "IMPRESSION: Darkened mole status post punch biopsy.", "mole", "biopsy", ("affirmed", "historical")),
+])
+def test_a_status_opener_starts_a_chunk_of_its_own(lang, text, kept, opened, statuses):
+    """"tolerated the procedure well without complications": the chunk that held both read negated, so
+    the finding before the denial read absent in the chunk view ("mole status post biopsy": past). The
+    word that opens the other status starts its own chunk now."""
+    doc = load_pipeline("default", lang=lang)(text)
+    by_word = lambda word: [s._.clin_assertion for s in doc.spans[attrs.CHUNKS_KEY] if word in s.text]  # noqa: E731
+    assert (by_word(kept), by_word(opened)) == ([statuses[0]], [statuses[1]]), [
+        (s.text, s._.clin_assertion) for s in doc.spans[attrs.CHUNKS_KEY]]
+
+
+def test_a_flow_that_returns_is_no_instruction_to_come_back(default_nlp):
+    """medspaCy's bare "return" made "good blood return" hypothetical; an instruction names what
+    would bring the patient back ("return if", "return for", "return precautions")."""
+    got = statuses(default_nlp, "Good blood return was noted and all ports were flushed. Clear return was noted. "
+                                "The priapism did return following this.")
+    assert "hypothetical" not in got.values(), got
+    got = statuses(default_nlp, "Return if fever. He should return immediately for chest pain. Return precautions given for bleeding.")
+    assert set(got.values()) == {"hypothetical"}, got
+
+
 # -- bad input: a defined result in linear work -----------------------------------------------
 def _governs_calls(monkeypatch, nlp, text):
     calls = []

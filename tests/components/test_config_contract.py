@@ -178,6 +178,7 @@ BAD = [
     ("clin_conj_splitter", "min_words_before", 1.5, NOT_INT),
     ("clin_conj_splitter", "min_words_after", -5, TOO_LOW_1),
     ("clin_conj_splitter", "keep_coordinated", "maybe", NOT_BOOL),
+    ("clin_conj_splitter", "split_before_status_openers", "maybe", NOT_BOOL),
     ("clin_cleaner", "max_cleanup_passes", -1, TOO_LOW_0),
     ("clin_cleaner", "max_cleanup_passes", "abc", NOT_INT),
     ("clin_cleaner", "max_cleanup_passes", True, NOT_INT),  # integers are strict: no bools

@@ -180,3 +180,64 @@ def test_the_default_splits_two_bare_findings(text, expected):
     resolved = resolve_pipeline("default", lang="en")
     doc = resolved.nlp(text)
     assert [span.text for span in doc.spans[resolved.chunks_key]] == expected
+
+
+# -- split_before_status_openers (issue 40: the chunk shows the truth) ---------------------------------
+@pytest.mark.parametrize(
+    "lang, text, expected",
+    [
+        ("en", "Tracheostomy site is clean without discharge", ["Tracheostomy site is clean", "without discharge"]),
+        ("en", "Positive myelogram w/o dural puncture", ["Positive myelogram", "w/o dural puncture"]),
+        ("en", "Flexion revealed good stability with no impingement", ["Flexion revealed good stability", "with no impingement"]),
+        ("de", "Seit 10 Tagen grippaler Infekt ohne Fieber", ["Seit 10 Tagen grippaler Infekt", "ohne Fieber"]),
+        ("fr", "Toux productive sans fièvre", ["Toux productive", "sans fièvre"]),
+        ("es", "Dolor torácico intenso sin fiebre", ["Dolor torácico intenso", "sin fiebre"]),
+        ("nl", "Productieve hoest zonder koorts", ["Productieve hoest", "zonder koorts"]),
+        ("en", "Darkened mole status post punch biopsy", ["Darkened mole", "status post punch biopsy"]),
+        ("nl", "Hypertensie status na CVA in 2019", ["Hypertensie", "status na CVA in 2019"]),
+    ],
+)
+def test_a_status_opener_starts_the_next_chunk(lang, text, expected):
+    """What a denial (or a past event) follows and what it opens have different statuses: two chunks,
+    one status each."""
+    assert chunks(text, lang=lang, min_words_before=1, split_before_status_openers=True) == expected
+    assert chunks(text, lang=lang, min_words_before=1) == [text]  # off by default
+
+
+@pytest.mark.parametrize(
+    "lang, text",
+    [
+        ("en", "CT of the abdomen with and without contrast"),
+        ("en", "He ambulates without difficulty"),
+        ("de", "Abdomen ohne pathologischen Befund"),
+        ("de", "Pulmo ohne Besonderheiten"),
+        ("fr", "Examen neurologique sans particularité"),
+        ("es", "Exploración neurológica sin focalidad neurológica"),
+        ("nl", "Neurologisch onderzoek zonder afwijkingen"),
+    ],
+)
+def test_a_denial_that_calls_its_finding_normal_stays_whole(lang, text):
+    """"Abdomen ohne pathologischen Befund" says the abdomen is normal: cut, "Abdomen" would say nothing."""
+    assert chunks(text, lang=lang, min_words_before=1, split_before_status_openers=True) == [text]
+
+
+def test_a_denial_is_not_kept_as_a_coordinated_concept():
+    """``keep_coordinated`` keeps conjunctions inside one concept; a denial joins no concept's parts."""
+    got = chunks("fever without chills", min_words_before=1, keep_coordinated=True, split_before_status_openers=True)
+    assert got == ["fever", "without chills"]
+
+
+def test_the_opener_list_travels_with_a_saved_pipeline_and_the_setting_stays_in_the_config(tmp_path):
+    nlp = conj(min_words_before=1, split_before_status_openers=True, overrides={"status_openers": ["minus"]})
+    nlp.to_disk(tmp_path / "p")
+    text = "fever minus chills without cough"
+    assert chunk_texts(spacy.load(tmp_path / "p")(text)) == ["fever", "minus chills without cough"]
+    # switched off in the config of a saved pipeline: no denial cuts
+    conj(min_words_before=1, split_before_status_openers=True).to_disk(tmp_path / "r")
+    assert chunk_texts(spacy.load(tmp_path / "r")("fever without cough")) == ["fever", "without cough"]
+    off = spacy.load(tmp_path / "r", config={"components.clin_conj_splitter.split_before_status_openers": False})
+    assert chunk_texts(off("fever without cough")) == ["fever without cough"]
+    # a pipeline saved without the setting gets the shipped list when the config turns it on
+    conj(min_words_before=1).to_disk(tmp_path / "q")
+    on = spacy.load(tmp_path / "q", config={"components.clin_conj_splitter.split_before_status_openers": True})
+    assert chunk_texts(on("fever without cough")) == ["fever", "without cough"]
