@@ -153,11 +153,24 @@ class AssertionEngine:
             and modifier.category in CATEGORY_LABELS
             and _holds_a_phrase(target.doc, m_start, target.end)
         )
-        return (
-            modifier.direction in _FORWARD
-            and reaches_end
-            and not _comma_between(target.doc, target.start, m_start)
+        if _comma_between(target.doc, target.start, m_start):
+            return False
+        # a backward cue that closes the span governs the words just before it, where the span's
+        # finding stands ("Will start heparin for [DVT] prophylaxis", "omeprazole for [stress ulcer]
+        # prophylaxis"): the mirror of a forward cue whose scope runs to the span's end
+        closes_span = (
+            modifier.direction != "FORWARD"
+            and m_end >= target.end
+            and target.start < s_start < m_start
+            and not self._joins(target.doc, s_start, m_start)
+            and not _denies_inside(modifier)
         )
+        return closes_span or (modifier.direction in _FORWARD and reaches_end)
+
+    def _joins(self, doc: Doc, start: int, end: int) -> bool:
+        """A coordination joiner among the tokens ``start:end`` ("in gutem Allgemeinzustand und
+        beschwerdefrei"): the words before a closing cue hold two findings, not one."""
+        return any(doc[i].lower_ in self.list_grammar.joiners for i in range(start, end))
 
     def _light(self, doc: Doc, start: int, end: int) -> bool:
         for token in doc[start:end]:
@@ -251,6 +264,15 @@ def _names_the_finding(modifier: Any) -> bool:
     finding, whatever words of the clause come before it."""
     inside = _rule_metadata(modifier, "inside_span")
     return inside is not None and inside == CATEGORY_LABELS.get(modifier.category)
+
+
+def _denies_inside(modifier: Any) -> bool:
+    """A cue that denies what lies inside it and speaks of the words before it otherwise ("TC craneal
+    sin hallazgos agudos", "no acute intracranial abnormality": the scan normal, the findings absent;
+    ``metadata.inside_span`` ``negated`` unlike its category's status). A span it closes holds both,
+    so closing it decides nothing; the cue's own scope still does."""
+    inside = _rule_metadata(modifier, "inside_span")
+    return inside == "negated" and CATEGORY_LABELS.get(modifier.category) != "negated"
 
 
 def _cancels_section(modifier: Any) -> Tuple[str, ...]:

@@ -26,6 +26,15 @@ def statuses(nlp, text, key=attrs.CHUNKS_KEY):
     return {s.text: s._.clin_assertion for s in doc.spans[key]}
 
 
+def held_by(doc, word):
+    """The statuses of the chunks that hold ``word``."""
+    return [s._.clin_assertion for s in doc.spans[attrs.CHUNKS_KEY] if word in s.text]
+
+
+def shown(doc):
+    return [(s.text, s._.clin_assertion) for s in doc.spans[attrs.CHUNKS_KEY]]
+
+
 def concept(lang, text, phrase):
     return assess(lang, text, phrase)._.clin_assertion
 
@@ -232,9 +241,7 @@ def test_a_status_opener_starts_a_chunk_of_its_own(lang, text, kept, opened, sta
     the finding before the denial read absent in the chunk view ("mole status post biopsy": past). The
     word that opens the other status starts its own chunk now."""
     doc = load_pipeline("default", lang=lang)(text)
-    by_word = lambda word: [s._.clin_assertion for s in doc.spans[attrs.CHUNKS_KEY] if word in s.text]  # noqa: E731
-    assert (by_word(kept), by_word(opened)) == ([statuses[0]], [statuses[1]]), [
-        (s.text, s._.clin_assertion) for s in doc.spans[attrs.CHUNKS_KEY]]
+    assert (held_by(doc, kept), held_by(doc, opened)) == ([statuses[0]], [statuses[1]]), shown(doc)
 
 
 def test_a_flow_that_returns_is_no_instruction_to_come_back(default_nlp):
@@ -245,6 +252,33 @@ def test_a_flow_that_returns_is_no_instruction_to_come_back(default_nlp):
     assert "hypothetical" not in got.values(), got
     got = statuses(default_nlp, "Return if fever. He should return immediately for chest pain. Return precautions given for bleeding.")
     assert set(got.values()) == {"hypothetical"}, got
+
+
+@pytest.mark.parametrize("lang,text,word,expected", [
+    ("en", "PLAN: Will start heparin drip for DVT prophylaxis.", "DVT", "hypothetical"),
+    ("en", "Started on omeprazole for stress ulcer prophylaxis.", "stress ulcer", "hypothetical"),
+    ("en", "GENERAL: An awake and alert 85-year-old gentleman who is afebrile.", "gentleman", "normal"),
+    ("de", "Das Gangbild war zuletzt ausreichend sicher.", "Gangbild", "normal"),
+    ("de", "Die Wundverhältnisse am linken Unterschenkel zuletzt reizlos.", "Wundverhältnisse", "normal"),
+    # a joiner before the closing cue: two findings, the closing cue decides nothing for the first
+    ("de", "Sie kann in gutem Allgemeinzustand und beschwerdefrei nach Hause entlassen werden.", "Allgemeinzustand", "normal"),
+    # a cue that denies what lies inside it and calls the scan normal: the chunk reads normal
+    ("es", "TC craneal sin hallazgos agudos.", "TC craneal", "normal"),
+])
+def test_a_cue_that_closes_its_chunk_speaks_for_the_finding_before_it(lang, text, word, expected):
+    """"Will start heparin drip for [DVT] prophylaxis": a backward cue at the chunk's end governs the
+    words just before it, where the chunk's finding stands (the mirror of a forward cue whose scope runs
+    to the chunk's end); the chunk read affirmed."""
+    doc = load_pipeline("default", lang=lang)(text)
+    assert held_by(doc, word) == [expected], shown(doc)
+
+
+def test_what_the_operator_could_see_or_do_is_no_hedge(default_nlp):
+    got = statuses(default_nlp, "The lesion in the tongue could be seen. Fluid could be milked from the vas. "
+                                "A wedge was cut that could be closed down later.")
+    assert "uncertain" not in got.values(), got
+    got = statuses(default_nlp, "This could be pneumonia. The rash may be an allergic reaction.")
+    assert set(got.values()) == {"uncertain"}, got
 
 
 # -- bad input: a defined result in linear work -----------------------------------------------
