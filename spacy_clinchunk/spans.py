@@ -54,10 +54,15 @@ def doc_text(doc: Doc) -> str:
 
 
 class Abbreviations:
-    """Decides whether a word ending in '.' keeps its period (Dr., b.i.d., J.)."""
+    """Decides whether a word ending in '.' keeps its period (Dr., b.i.d., J.), and whether it is one
+    that never ends a sentence (``prenominal``: written before the word it modifies, "path.", "Z.n.")."""
 
-    def __init__(self, words: Iterable[str]) -> None:
+    def __init__(self, words: Iterable[str], prenominal: Iterable[str] = ()) -> None:
         self.words = {w.lower() for w in words}
+        self.prenominal = {w.lower() for w in prenominal}
+
+    def never_ends_a_sentence(self, word: str) -> bool:
+        return word.lower() in self.prenominal
 
     def __call__(self, word: str) -> bool:
         return bool(
@@ -194,7 +199,9 @@ def seed_ranges(doc: Doc, abbreviations: Optional[Abbreviations] = None, text: O
     """Initial chunks: sentences when boundaries are set, else paragraphs.
 
     Sentence boundaries that a rule-based sentencizer put after an abbreviation
-    ("81 mg p.o. | daily") are undone when the next sentence starts in lower case.
+    ("81 mg p.o. | daily") are undone when the next sentence starts in lower case, and after one
+    that never ends a sentence whatever follows ("keine path. | Geräusche", "bei St.p. | SHT": German
+    writes every noun with a capital).
     """
     text = doc_text(doc) if text is None else text
     if len(doc) and doc.has_annotation("SENT_START"):
@@ -249,7 +256,7 @@ def _rejoin_abbreviation_breaks(text: str, units: List[Range], abbreviations: Ab
                 word.endswith(".")
                 and abbreviations(word)
                 and following[:1]
-                and (following[0].islower() or following[0].isdigit())
+                and (following[0].islower() or following[0].isdigit() or abbreviations.never_ends_a_sentence(word))
             ):
                 merged[-1] = (prev_start, end)
                 continue

@@ -14,6 +14,7 @@ from conftest import chunk_texts, pipeline_config
 WORD_LISTS = (
     "abbreviations",
     "attributive_abbreviations",
+    "prenominal_abbreviations",
     "introducer_abbreviations",
     "coordinating_conjunctions",
     "transition_markers",
@@ -68,6 +69,17 @@ def test_every_abbreviation_written_before_its_noun_is_an_abbreviation(lang):
     read ``abbreviations`` alone, so one missing there loses its period to a chunk cut."""
     known = {w.lower() for w in load(lang, "abbreviations")}
     assert [w for w in load(lang, "attributive_abbreviations") if w.lower() not in known] == []
+
+
+@pytest.mark.parametrize("lang", SUPPORTED_LANGUAGES)
+def test_an_abbreviation_that_never_ends_a_sentence_is_written_before_its_noun(lang):
+    """``prenominal_abbreviations`` (the chunkers keep a sentence going after them, before a capital
+    too) is a subset of ``attributive_abbreviations``: "li." / "re." stand before or after their noun,
+    so they may end a sentence and are not in it."""
+    attributive = {w.lower() for w in load(lang, "attributive_abbreviations")}
+    prenominal = load(lang, "prenominal_abbreviations")
+    assert [w for w in prenominal if w.lower() not in attributive] == []
+    assert not {"li.", "re."} & {w.lower() for w in prenominal}
 
 
 @pytest.mark.parametrize("lang", SUPPORTED_LANGUAGES)

@@ -71,7 +71,7 @@ class ChunkRefiner(Pipe):
     """
 
     resource_names: Sequence[str] = ()  # word lists a user may replace
-    package_data: Sequence[str] = ("abbreviations",)  # other shipped data the component reads
+    package_data: Sequence[str] = ("abbreviations", "prenominal_abbreviations")  # other shipped data it reads
     compiled: Sequence[str] = ()  # attributes setup() derives from the data
 
     def __init__(
@@ -166,9 +166,10 @@ class ChunkRefiner(Pipe):
     def abbreviation_rule(self) -> Abbreviations:
         """Abbreviations of the component's language (used when seeding from sentences)."""
         words = self.resources["abbreviations"]
-        key = (self.lang, id(words))
+        prenominal = self.resources.get("prenominal_abbreviations", ())
+        key = (self.lang, id(words), id(prenominal))
         if getattr(self, "_abbreviation_key", None) != key:
-            self._abbreviation_rule = Abbreviations(words)
+            self._abbreviation_rule = Abbreviations(words, prenominal)
             self._abbreviation_key = key
         return self._abbreviation_rule
 

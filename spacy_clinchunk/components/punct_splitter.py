@@ -25,7 +25,7 @@ FACTORY = "clin_punct_splitter"
 # a flattened export's line break (" ,FAMILY HISTORY:", "Heart: ,Regular") separates, it opens no chunk
 _CANDIDATE = re.compile(r"[.,:;?!]+(?=\s|$)|(?<!\S)[,;:]+(?=\S)")
 _ENUMERATOR = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)]$")
-_ORDINAL = re.compile(r"^\d{1,4}\.$")
+_ORDINAL = re.compile(r"^\d{1,3}\.$")  # "am 3. Tag", "12. SSW"; a year ("1995.") ends its sentence
 # a two-letter abbreviation written with a space between its letters ("o. B.", "z. B.", "V. a.")
 _SPACED_PAIR = re.compile(r"[^\W\d_]\.[ \t][^\W\d_]\.")
 
@@ -46,7 +46,7 @@ def make_punct_splitter(
 class PunctSplitter(ChunkRefiner):
     """Split chunks into clauses at sentence and clause punctuation."""
 
-    resource_names = ("abbreviations", "introducer_abbreviations")
+    resource_names = ("abbreviations", "introducer_abbreviations", "prenominal_abbreviations")
     package_data = ("punct_rules",)
     compiled = ("introducers", "ordinal_period")
 

@@ -160,7 +160,7 @@ def test_one_item_per_line_keeps_each_items_cues(german_nlp):
     assert got["Zopiclon 7,5 mg z.N."] == "affirmed"  # "z.N." (at night) is no "Z.n."
     assert got["Pantoprazol 40 mg 1-0-0"] == "affirmed"  # "bei Bedarf" stays on its line
     assert got["Arterielle Hypertonie"] == got["Adipositas"] == "affirmed"
-    assert got["KHK"] == "uncertain"
+    assert got["V.a. KHK"] == "uncertain"  # "V.a." never ends a sentence: one chunk
 
 
 def test_a_list_wrapped_after_a_labelled_line_stays_one_chunk(german_nlp):
@@ -205,11 +205,12 @@ def test_details_not_further_known_deny_nothing_in_the_chunk(german_nlp):
 
 def test_a_german_abbreviation_keeps_its_period_in_the_chunks(german_nlp):
     """"Bek. NINS", "chron. organ. Psychosyndrom": the period belongs to the abbreviation, so no chunk
-    ends or starts inside it, and "chron. organ." stays together."""
+    ends or starts inside it; written before its noun, it ends no chunk either (round 17): "chron. organ."
+    stays with "Psychosyndrom"."""
     doc = german_nlp("Bek. NINS 1°\nSchwerwiegende Sprachstörung und chron. organ. Psychosyndrom bei St.p. SHT 1995\n")
     texts = [s.text for s in doc.spans[attrs.CHUNKS_KEY]]
-    assert "Bek." in texts and "Bek" not in texts, texts
-    assert any(t.endswith("chron. organ.") for t in texts) and "organ" not in texts, texts
+    assert "Bek. NINS 1°" in texts and "Bek" not in texts, texts
+    assert any(t.endswith("chron. organ. Psychosyndrom") for t in texts) and "organ" not in texts, texts
 
 
 def test_o_b_with_a_space_is_one_chunk(german_nlp):
@@ -279,6 +280,30 @@ def test_what_the_operator_could_see_or_do_is_no_hedge(default_nlp):
     assert "uncertain" not in got.values(), got
     got = statuses(default_nlp, "This could be pneumonia. The rash may be an allergic reaction.")
     assert set(got.values()) == {"uncertain"}, got
+
+
+def test_a_german_abbreviation_before_its_noun_ends_no_chunk(german_nlp, default_nlp):
+    """"keine path. Geräusche", "bei St.p. Schädel-Hirn-Trauma": German writes every noun with a capital,
+    so a period of an abbreviation that never ends a sentence cut the finding from its cue; "re." may end
+    one ("Pleuraerguss re. Keine Infiltrate.")."""
+    for nlp in (german_nlp, default_nlp):  # "--lang de" and the shipped "auto"
+        doc = nlp("Cor: HT rein, keine path. Geräusche. Pleuraerguss re. Keine Infiltrate. "
+                  "Organisches Psychosyndrom bei St.p. Schädel-Hirn-Trauma 1995.")
+        got = dict(shown(doc))
+        assert got["keine path. Geräusche"] == "negated", got
+        assert "Pleuraerguss re." in got and got["Keine Infiltrate"] == "negated", got
+        assert got["Organisches Psychosyndrom"] == "affirmed", got
+        assert [v for k, v in got.items() if k.startswith("St.p. Schädel-Hirn-Trauma")] == ["historical"], got
+
+
+def test_the_list_of_abbreviations_that_never_end_a_sentence_can_be_replaced():
+    import spacy
+
+    nlp = spacy.blank("de")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("clin_punct_splitter", config={"overrides": {"prenominal_abbreviations": []}})
+    doc = nlp("Herz: keine path. Geräusche.")
+    assert [s.text for s in doc.spans[attrs.CHUNKS_KEY]][-2:] == ["keine path.", "Geräusche"]
 
 
 # -- bad input: a defined result in linear work -----------------------------------------------
