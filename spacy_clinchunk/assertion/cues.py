@@ -345,14 +345,22 @@ def _longest_first(matches: List[Match], order: Dict[int, Tuple[int, str]]) -> L
     """Overlapping matches resolved as medspaCy does: the longest wins, then the first. Of
     cues of different categories on the same tokens, the rule listed later wins: a later rule
     refines an earlier one (under an English tokenizer "pas d'anomalie" is two tokens, as is
-    "pas d'" + a finding; it reads normal)."""
-    ordered = sorted(matches, key=lambda m: (m[1] - m[2], m[1]))
+    "pas d'" + a finding; it reads normal). Cues of one category on the same tokens all stay:
+    they say the same, each in its own direction and reach ("douteux" reads forward as
+    "possible" and both ways as "douteux (postposé)"), so no choice hangs on the order a matcher
+    reports them in (the hashes of the rules' keys, which moved when a rule was inserted)."""
+    ordered = sorted(matches, key=lambda m: (m[1] - m[2], m[1], m[2], order.get(m[0], (0, ""))[0]))
     taken: set = set()
     kept: List[Match] = []
     for match in ordered:
         if kept and match[1:] == kept[-1][1:]:  # same tokens: sorted next to each other
-            if _refines(match[0], kept[-1][0], order):
-                kept[-1] = match
+            if _category(match[0], order) == _category(kept[-1][0], order):
+                kept.append(match)
+            elif _refines(match[0], kept[-1][0], order):
+                # a later rule of another category replaces the cues found so far on these tokens
+                while kept and kept[-1][1:] == match[1:]:
+                    kept.pop()
+                kept.append(match)
             continue
         tokens = range(match[1], match[2])
         if not any(t in taken for t in tokens):
@@ -360,6 +368,10 @@ def _longest_first(matches: List[Match], order: Dict[int, Tuple[int, str]]) -> L
             kept.append(match)
     kept.sort(key=lambda m: (m[1], m[2]))
     return kept
+
+
+def _category(match_id: int, order: Dict[int, Tuple[int, str]]) -> str:
+    return order.get(match_id, (0, ""))[1]
 
 
 def _refines(new: int, old: int, order: Dict[int, Tuple[int, str]]) -> bool:

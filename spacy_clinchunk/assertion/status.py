@@ -116,7 +116,7 @@ class AssertionEngine:
         decided = next((label for label in PRECEDENCE if label in governing), "affirmed")
         cues = [cue_of(target.doc, m, layout) for m in governing.get(decided, ())]
         if len(cues) > 1:
-            cues.sort(key=lambda c: (c["start_char"], c["end_char"]))
+            cues = _one_per_site(cues)
         return Assertion(
             decided,
             [label for label in PRECEDENCE if label in governing],
@@ -180,6 +180,20 @@ class AssertionEngine:
                 continue
             return False
         return True
+
+
+def _one_per_site(cues: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The cues in text order, one per site: two rules of one category on the same words (each
+    read in its own direction, see ``cues._longest_first``) are one cue to a reader."""
+    cues = sorted(cues, key=lambda c: (c["start_char"], c["end_char"]))
+    sites = set()
+    kept = []
+    for cue in cues:
+        site = (cue["start_char"], cue["end_char"], cue["category"])
+        if site not in sites:
+            sites.add(site)
+            kept.append(cue)
+    return kept
 
 
 def _comma_between(doc: Doc, start: int, end: int) -> bool:

@@ -59,7 +59,7 @@ AGES = [
 POST_NEGATION = [
     ("en", "Mediastinal lymph nodes are not enlarged.", "Mediastinal lymph nodes", "negated"),
     ("en", "Normocephalic appearance is not present.", "Normocephalic appearance", "negated"),
-    ("en", "The troponin is negative.", "troponin", "negated"),
+    ("en", "The troponin is negative.", "troponin", "normal"),  # a test result (issue 40, round 18)
     ("en", "Chest x-rays were unremarkable.", "Chest x-rays", "normal"),
     ("en", "The heart is normal in size and the liver is not enlarged.", "heart", "normal"),
     ("en", "Fat stranding without necrosis.", "necrosis", "negated"),

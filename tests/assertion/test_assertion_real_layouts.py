@@ -296,6 +296,81 @@ def test_a_german_abbreviation_before_its_noun_ends_no_chunk(german_nlp, default
         assert [v for k, v in got.items() if k.startswith("St.p. Schädel-Hirn-Trauma")] == ["historical"], got
 
 
+@pytest.mark.parametrize("lang,text,word,expected", [
+    # a result reported negative after what it reports on is normal, as the guide reads "urinalysis negative"
+    ("en", "Troponin negative x3.", "Troponin", "normal"),
+    ("en", "D-dimer negative.", "D-dimer", "normal"),
+    ("en", "Review of systems was negative.", "Review of systems", "normal"),
+    ("en", "The patient is HIV negative.", "HIV", "normal"),
+    ("de", "Hepatitis-Serologie: HCV IgG negativ.", "HCV IgG", "normal"),
+    ("de", "Labor: TPHA neg., CRP 3 mg/l.", "TPHA", "normal"),
+    ("de", "Troponin negativ bei Aufnahme.", "Troponin", "normal"),
+    # "negative for X" denies X; a sign reported negative denies what it tests for
+    ("en", "The biopsy was negative for malignancy.", "malignancy", "negated"),
+    ("en", "Murphy's sign was negative.", "Murphy", "negated"),
+    ("de", "Lasègue und Babinski bds. neg.", "Babinski", "negated"),
+    ("de", "Murphy-Zeichen negativ.", "Murphy", "negated"),
+    # "negativ" that follows no word of its own still denies
+    ("de", "MRSA-/VRE-Status: ne/negativ.", "MRSA", "negated"),
+])
+def test_a_result_reported_negative_is_normal_and_a_sign_stays_denied(lang, text, word, expected):
+    doc = load_pipeline("default", lang=lang)(text)
+    assert held_by(doc, word) == [expected], shown(doc)
+
+
+@pytest.mark.parametrize("lang,text,label", [
+    ("en", "SOCIAL HISTORY: Tobacco: denies. Alcohol: occasional.", "Tobacco"),
+    ("de", "Noxen: Nikotin: verneint. Alkohol gelegentlich.", "Nikotin"),
+    ("de", "Noxen: Nikotin negiert, Alkohol gelegentlich.", "Nikotin"),
+    ("de", "Allergien: negiert.", "Allergien"),
+])
+def test_a_label_answered_by_a_denial_is_negated(lang, text, label):
+    """"Tobacco: denies.", "Nikotin negiert": the answer after a label denies the label; the next item
+    ("Alkohol gelegentlich") keeps its own status."""
+    doc = load_pipeline("default", lang=lang)(text)
+    assert held_by(doc, label) == ["negated"], shown(doc)
+    assert all(v == "affirmed" for k, v in shown(doc) if "Alkohol" in k or "Alcohol" in k), shown(doc)
+
+
+@pytest.mark.parametrize("lang,text,finding", [
+    ("en", "Anemia of unclear etiology. Fever of unknown origin.", "Anemia"),
+    ("en", "Syncope, etiology unclear.", "Syncope"),
+    ("de", "Anämie unklarer Genese.", "Anämie"),
+    ("de", "Fieber unklarer Ursache seit zwei Wochen.", "Fieber"),
+    ("fr", "Fièvre d'origine indéterminée.", "Fièvre"),
+    ("es", "Anemia de causa no aclarada.", "Anemia"),
+    ("es", "Dolor abdominal no filiado.", "Dolor abdominal"),
+    ("nl", "Koorts van onbekende oorsprong.", "Koorts"),
+])
+def test_a_finding_of_unknown_cause_is_affirmed(lang, text, finding):
+    """The doubt is about the cause, not the finding: "anemia of unclear etiology" has anemia (the chunk,
+    which holds the hedge word, read uncertain; in Spanish "no aclarada" negated it)."""
+    doc = load_pipeline("default", lang=lang)(text)
+    assert held_by(doc, finding) == ["affirmed"], shown(doc)
+
+
+def test_a_hedge_beside_a_finding_of_unknown_cause_still_counts(default_nlp):
+    got = dict(shown(default_nlp("Chest pain of unclear etiology, possibly cardiac.")))
+    assert got == {"Chest pain of unclear etiology": "affirmed", "possibly cardiac": "uncertain"}, got
+
+
+def test_a_predicative_normal_word_reads_back_only():
+    """"HT rhythmisch 3/6 syst II IC re.": "rhythmisch" (uninflected, after its noun) calls the heart tones
+    regular and says nothing of the murmur after it; "rhythmische Herzaktion" still reads forward."""
+    text = "C: HT rhythmisch 3/6 syst II IC re."
+    assert concept("de", text, "3/6 syst II IC re") == "affirmed"
+    assert concept("de", text, "HT") == "normal"
+    assert concept("de", "Cor: rhythmische Herzaktion.", "Herzaktion") == "normal"
+
+
+def test_the_full_stop_after_a_year_ends_a_chunk_under_german_rules(german_nlp, default_nlp):
+    """spaCy's German tokenizer kept "1995." as an ordinal, so the chunk and the past event ran on into the
+    next sentence ("St.p. SHT 1995. Pleuraerguss re." read the effusion historical)."""
+    for nlp in (german_nlp, default_nlp):
+        got = dict(shown(nlp("St.p. SHT 1995. Pleuraerguss re.")))
+        assert got == {"St.p. SHT 1995": "historical", "Pleuraerguss re.": "affirmed"}, got
+
+
 def test_the_list_of_abbreviations_that_never_end_a_sentence_can_be_replaced():
     import spacy
 

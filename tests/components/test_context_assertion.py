@@ -383,6 +383,48 @@ def test_rules_from_path(tmp_path):
     assert [s._.clin_assertion for s in nlp(doc).spans[KEY]] == ["negated", "affirmed"]
 
 
+def _normal_word_pipeline(tmp_path, rules):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    path = _write(tmp_path / "rules.json", {"context_rules": rules})
+    nlp.add_pipe(FACTORY, config={"span_keys": [KEY], "rules": path, "include_default_rules": False})
+    return nlp
+
+
+@pytest.mark.parametrize("rules_before", [0, 1, 2, 5, 9, 17, 40])
+def test_cues_of_one_category_on_the_same_tokens_all_count(tmp_path, rules_before):
+    """Two NORMAL rules on the same word, one read back, one both ways: each reads in its own direction,
+    in either order and whatever rules stand before them, and the word is reported as one cue. The
+    matcher reports such cues in the order of its keys' hashes, which moved whenever a rule was
+    inserted, and one of them was dropped by that order (issue 40, round 18)."""
+    back = {"literal": "clear (back)", "category": "NORMAL", "direction": "BACKWARD", "pattern": [{"LOWER": "clear"}]}
+    both = {"literal": "clear (both)", "category": "NORMAL", "direction": "BIDIRECTIONAL", "pattern": [{"LOWER": "clear"}]}
+    others = [
+        {"literal": f"other {i}", "category": "NEGATED_EXISTENCE", "direction": "FORWARD", "pattern": [{"LOWER": f"zz{i}"}]}
+        for i in range(rules_before)
+    ]
+    for rules in ([*others, back, both], [*others, both, back]):
+        nlp = _normal_word_pipeline(tmp_path, rules)
+        doc = nlp.make_doc("lungs clear murmur")
+        doc.spans[KEY] = [doc[0:1], doc[2:3]]
+        spans = nlp(doc).spans[KEY]
+        assert [s._.clin_assertion for s in spans] == ["normal", "normal"]
+        assert [[c["text"] for c in s._.clin_assertion_cues] for s in spans] == [["clear"], ["clear"]]
+
+
+def test_a_later_rule_of_another_category_on_the_same_tokens_still_wins(tmp_path):
+    """"pas d'anomalie": a rule listed later of another category refines the earlier ones on its tokens."""
+    rules = [
+        {"literal": "clear (back)", "category": "NORMAL", "direction": "BACKWARD", "pattern": [{"LOWER": "clear"}]},
+        {"literal": "clear (both)", "category": "NORMAL", "direction": "BIDIRECTIONAL", "pattern": [{"LOWER": "clear"}]},
+        {"literal": "clear (pseudo)", "category": "PSEUDO", "direction": "PSEUDO", "pattern": [{"LOWER": "clear"}]},
+    ]
+    nlp = _normal_word_pipeline(tmp_path, rules)
+    doc = nlp.make_doc("lungs clear murmur")
+    doc.spans[KEY] = [doc[0:1], doc[2:3]]
+    assert [s._.clin_assertion for s in nlp(doc).spans[KEY]] == ["affirmed", "affirmed"]
+
+
 @pytest.mark.parametrize(
     "data,fragment",
     [
