@@ -354,6 +354,43 @@ def test_a_hedge_beside_a_finding_of_unknown_cause_still_counts(default_nlp):
     assert got == {"Chest pain of unclear etiology": "affirmed", "possibly cardiac": "uncertain"}, got
 
 
+@pytest.mark.parametrize("lang,text,finding", [
+    ("en", "He does not know if his father had diabetes.", "diabetes"),
+    ("en", "Unknown whether he has had hepatitis.", "hepatitis"),
+    ("de", "Es ist nicht bekannt, ob der Vater Diabetes hatte.", "Diabetes"),
+    ("fr", "La mère ne sait pas si l'enfant a eu des convulsions.", "convulsions"),
+    ("es", "La paciente no recuerda si pasó la varicela.", "varicela"),
+    ("nl", "Hij weet niet of zijn vader diabetes had.", "diabetes"),
+])
+def test_not_knowing_whether_leaves_a_finding_uncertain(lang, text, finding):
+    """"does not know if": the negation word inside the phrase denies nothing (it read negated)."""
+    assert concept(lang, text, finding) == "uncertain"
+
+
+def test_a_finding_not_known_stays_denied():
+    assert concept("de", "Vorerkrankungen sind nicht bekannt.", "Vorerkrankungen") == "negated"
+    assert concept("en", "He is not aware of any allergies.", "allergies") == "negated"
+
+
+@pytest.mark.parametrize("text,phrase,expected", [
+    ("General: He is alert. Answers slowly.", "He", "normal"),
+    ("Extraocular movements are intact. Oropharynx is moist.", "Oropharynx", "normal"),
+    ("The patient currently is comfortable. CBI is running.", "patient", "normal"),
+    ("A nice viable testicle was present.", "viable testicle", "normal"),
+    # backward and near only: what follows the word is not what it calls normal
+    ("Be alert for signs of bleeding.", "bleeding", "hypothetical"),
+    ("Repair of the third-degree midline laceration.", "third-degree midline laceration", "affirmed"),
+])
+def test_a_bedside_word_calls_what_stands_before_it_normal(text, phrase, expected):
+    assert concept("en", text, phrase) == expected
+
+
+def test_a_bedside_word_without_its_verb_leaves_a_mixed_value_alone(default_nlp):
+    """"General: Alert but tired.": the value holds a finding too, so neither chunk reads normal."""
+    got = dict(shown(default_nlp("General: Alert but tired.")))
+    assert "normal" not in got.values(), got
+
+
 def test_a_predicative_normal_word_reads_back_only():
     """"HT rhythmisch 3/6 syst II IC re.": "rhythmisch" (uninflected, after its noun) calls the heart tones
     regular and says nothing of the murmur after it; "rhythmische Herzaktion" still reads forward."""
