@@ -2,6 +2,8 @@
 German abbreviations, the section span group, bad input in linear work. Each case is a pattern
 the real notes showed, written here as a regression test (the judge is the annotated real-note
 split, bench/real_notes.py)."""
+import functools
+
 import pytest
 
 from spacy_clinchunk import attrs
@@ -19,6 +21,13 @@ def default_nlp():
 @pytest.fixture(scope="module")
 def german_nlp():
     return load_pipeline("default", lang="de")
+
+
+@functools.lru_cache(maxsize=None)
+def default_for(lang):
+    """The shipped default with ``lang``'s rules forced (``--lang``), built once per language for the
+    whole module, not once per parametrized case."""
+    return load_pipeline("default", lang=lang)
 
 
 def statuses(nlp, text, key=attrs.CHUNKS_KEY):
@@ -186,7 +195,7 @@ def test_a_question_mark_that_opens_a_word_ends_no_chunk(german_nlp):
 ])
 def test_a_quantity_down_to_nothing_denies_its_chunk(lang, text, finding):
     """"little to no pus": the chunk opens with the denial it holds, and "or" inside the phrase cuts nothing."""
-    doc = load_pipeline("default", lang=lang)(text)
+    doc = default_for(lang)(text)
     held = [s for s in doc.spans[attrs.CHUNKS_KEY] if finding in s.text]
     assert len(held) == 1 and held[0]._.clin_assertion == "negated", [(s.text, s._.clin_assertion) for s in held]
     assert not any(s.text.lower() in ("little", "a little") for s in doc.spans[attrs.CHUNKS_KEY])
@@ -241,7 +250,7 @@ def test_a_status_opener_starts_a_chunk_of_its_own(lang, text, kept, opened, sta
     """"tolerated the procedure well without complications": the chunk that held both read negated, so
     the finding before the denial read absent in the chunk view ("mole status post biopsy": past). The
     word that opens the other status starts its own chunk now."""
-    doc = load_pipeline("default", lang=lang)(text)
+    doc = default_for(lang)(text)
     assert (held_by(doc, kept), held_by(doc, opened)) == ([statuses[0]], [statuses[1]]), shown(doc)
 
 
@@ -270,7 +279,7 @@ def test_a_cue_that_closes_its_chunk_speaks_for_the_finding_before_it(lang, text
     """"Will start heparin drip for [DVT] prophylaxis": a backward cue at the chunk's end governs the
     words just before it, where the chunk's finding stands (the mirror of a forward cue whose scope runs
     to the chunk's end); the chunk read affirmed."""
-    doc = load_pipeline("default", lang=lang)(text)
+    doc = default_for(lang)(text)
     assert held_by(doc, word) == [expected], shown(doc)
 
 
@@ -314,7 +323,7 @@ def test_a_german_abbreviation_before_its_noun_ends_no_chunk(german_nlp, default
     ("de", "MRSA-/VRE-Status: ne/negativ.", "MRSA", "negated"),
 ])
 def test_a_result_reported_negative_is_normal_and_a_sign_stays_denied(lang, text, word, expected):
-    doc = load_pipeline("default", lang=lang)(text)
+    doc = default_for(lang)(text)
     assert held_by(doc, word) == [expected], shown(doc)
 
 
@@ -327,7 +336,7 @@ def test_a_result_reported_negative_is_normal_and_a_sign_stays_denied(lang, text
 def test_a_label_answered_by_a_denial_is_negated(lang, text, label):
     """"Tobacco: denies.", "Nikotin negiert": the answer after a label denies the label; the next item
     ("Alkohol gelegentlich") keeps its own status."""
-    doc = load_pipeline("default", lang=lang)(text)
+    doc = default_for(lang)(text)
     assert held_by(doc, label) == ["negated"], shown(doc)
     assert all(v == "affirmed" for k, v in shown(doc) if "Alkohol" in k or "Alcohol" in k), shown(doc)
 
@@ -345,7 +354,7 @@ def test_a_label_answered_by_a_denial_is_negated(lang, text, label):
 def test_a_finding_of_unknown_cause_is_affirmed(lang, text, finding):
     """The doubt is about the cause, not the finding: "anemia of unclear etiology" has anemia (the chunk,
     which holds the hedge word, read uncertain; in Spanish "no aclarada" negated it)."""
-    doc = load_pipeline("default", lang=lang)(text)
+    doc = default_for(lang)(text)
     assert held_by(doc, finding) == ["affirmed"], shown(doc)
 
 
