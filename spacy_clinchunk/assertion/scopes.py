@@ -22,6 +22,10 @@ UNSEGMENTED_MAX_SCOPE = 30
 # one by one; the others through a window, so a long unit with many cues stays linear.
 _NEAR = 64
 _LIST_BULLETS = {"-", "*", "•", "·", "–", "+"}
+# TERMINATE rule metadata: the categories whose scopes the terminator leaves uncut
+SPARES = "spares"
+# cue rule metadata: the literals of the terminators the cue's scope passes
+PASSES = "passes"
 Unit = Tuple[int, int]
 
 
@@ -229,10 +233,33 @@ def update_scopes(mods: List[Any], lists: Optional[Dict[int, Unit]] = None) -> N
         others = far_left[bisect_left(far_left, window_end):]
         for j in [*range(i + 1, window_end), *others]:
             second = mods[j]
-            if not _inside_list(first, second, lists):
+            if not _inside_list(first, second, lists) and not _spared(first, second):
                 first.limit_scope(second)
-            if not _inside_list(second, first, lists):
+            if not _inside_list(second, first, lists) and not _spared(second, first):
                 second.limit_scope(first)
+
+
+def _spared(modifier: Any, other: Any) -> bool:
+    """``other`` is a terminator that leaves ``modifier``'s scope uncut: its rule spares the
+    modifier's category (``metadata.spares``: the comma before an item with a predicate of its own
+    ends a denial, "No fever, elevated JVP", not a list of risks, "risks including bleeding,
+    infection, elevated pressure"), or the modifier's rule passes it (``metadata.passes``, literals
+    of terminators: a list of risks dictated with semicolons, "risks to include bleeding requiring
+    transfusion; infection; sepsis", while "salbutamol zo nodig; vandaag piepende ademhaling" ends
+    the "as needed" at the semicolon). A terminator before the cue is never spared: "Nodule du sein
+    droit, biopsie programmée" keeps the plan's backward reach off the nodule."""
+    if other.direction.upper() != "TERMINATE" or other.modifier_span[0] < modifier.modifier_span[1]:
+        return False  # only what follows the cue: a terminator before it still bounds its backward reach
+    spares = _rule_metadata(other.rule).get(SPARES, ())
+    passes = _rule_metadata(modifier.rule).get(PASSES, ())
+    return (isinstance(spares, (list, tuple)) and modifier.category.upper() in spares) or (
+        isinstance(passes, (list, tuple)) and other.rule.literal in passes
+    )
+
+
+def _rule_metadata(rule: Any) -> Dict[str, Any]:
+    metadata = getattr(rule, "metadata", None)
+    return metadata if isinstance(metadata, dict) else {}
 
 
 def _separator_only(layout: DocLayout, start: int, end: int, joiners: FrozenSet[str]) -> bool:

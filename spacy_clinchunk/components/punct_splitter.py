@@ -28,6 +28,7 @@ _ENUMERATOR = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)]$")
 _ORDINAL = re.compile(r"^\d{1,3}\.$")  # "am 3. Tag", "12. SSW"; a year ("1995.") ends its sentence
 # a two-letter abbreviation written with a space between its letters ("o. B.", "z. B.", "V. a.")
 _SPACED_PAIR = re.compile(r"[^\W\d_]\.[ \t][^\W\d_]\.")
+_SPACED_HEAD = re.compile(r"[^\W\d_]\.[ \t]")  # the pair's first letter, its period and the space
 
 
 @refiner_factory(FACTORY, keep_coordinated=False)
@@ -86,8 +87,11 @@ class PunctSplitter(ChunkRefiner):
         if not body:  # a lone punctuation mark between spaces is a boundary
             return p
         punct = text[p:q]
-        if punct == "." and _SPACED_PAIR.match(text, word_start) and len(body) == 1:
-            return None  # "o. B.", "z. B.", "V. a.": one abbreviation written with a space
+        if punct == "." and len(body) == 1:
+            if _SPACED_PAIR.match(text, word_start):
+                return None  # "o. B.", "z. B.", "V. a.": one abbreviation written with a space
+            if self._ends_spaced_abbreviation(text, word_start, body, start):
+                return None  # "V. a.", "Z. n.": the pair's second letter closes no sentence either
         if punct[0] == "." and self.abbreviation_rule(body + "."):
             body, p, punct = body + ".", p + 1, punct[1:]  # the period belongs to the word
             if not punct:
@@ -100,6 +104,20 @@ class PunctSplitter(ChunkRefiner):
         if punct in {",", ":"} and body.lower() in self.introducers:
             return None  # "i.e., long fingers": the comma belongs to the introducer
         return p
+
+    def _ends_spaced_abbreviation(self, text: str, word_start: int, letter: str, start: int) -> bool:
+        """``letter`` closes a listed abbreviation written with a space ("V. a.", "Z. n.", "z. B."):
+        read glued ("v.a.") against the word lists, so the pair keeps the finding after it in its
+        chunk ("mit V. a. CLOVES-Syndrom") as the glued spelling does. Only listed pairs: a lone
+        letter after an initial ("Dr. J. a.") is not guessed."""
+        first = word_start - 3
+        if first < start or not _SPACED_HEAD.match(text, first, word_start):
+            return False
+        if first > start and not text[first - 1].isspace():
+            return False
+        glued = f"{text[first]}.{letter}.".lower()
+        rule = self.abbreviation_rule
+        return glued in rule.words or glued in rule.prenominal
 
 
 def _at_line_start(text: str, index: int) -> bool:

@@ -61,11 +61,12 @@ def test_a_chunk_cut_inside_a_risk_list_cue_takes_the_cue(default_en):
 
 
 def test_a_chunk_that_ends_with_a_forward_cue_is_not_governed_by_it():
-    """A forward cue at a chunk's end ("mit fragl.") speaks for what follows it: the chunk it ends keeps
-    its own finding affirmed, the next chunk reads uncertain."""
+    """A forward cue speaks for what follows it ("mit fragl."): the finding before it keeps its own chunk
+    and reads affirmed, the next chunk reads uncertain. Since round 19 "fragl." stands before its noun and
+    "mit fragl." opens a chunk, so the hedge travels with its finding."""
     doc = resolve_pipeline("default", lang="de").nlp("Cholezystolithiasis mit fragl. Geringer Begleitcholezystitis.")
     statuses = {s.text: s._.clin_assertion for s in doc.spans["clin_chunks"]}
-    assert statuses == {"Cholezystolithiasis mit fragl.": "affirmed", "Geringer Begleitcholezystitis": "uncertain"}
+    assert statuses == {"Cholezystolithiasis": "affirmed", "fragl. Geringer Begleitcholezystitis": "uncertain"}
 
 
 def test_a_flattened_risk_list_after_a_colon_is_hypothetical_item_by_item(default_en):

@@ -425,6 +425,50 @@ def test_a_later_rule_of_another_category_on_the_same_tokens_still_wins(tmp_path
     assert [s._.clin_assertion for s in nlp(doc).spans[KEY]] == ["affirmed", "affirmed"]
 
 
+@pytest.mark.parametrize("spares,passes,expected", [
+    (None, None, "H A A H A A N A A"),
+    (["HYPOTHETICAL"], None, "H A A H H A N A A"),
+    (None, [";"], "H H A H A A N A A"),
+    (["HYPOTHETICAL"], [";"], "H H H H H A N A A"),
+    ("HYPOTHETICAL", ";", "H A A H A A N A A"),  # not lists: nothing spared, nothing passed
+])
+def test_a_terminator_spares_categories_and_a_cue_passes_terminators(tmp_path, spares, passes, expected):
+    """``metadata.spares`` on a terminator names the categories whose scopes it leaves uncut (the comma
+    before a worded item ends a denial, not a list of risks); ``metadata.passes`` on a cue names the
+    terminators its scope runs past (a list of risks dictated with semicolons), while other cues of the
+    same category still stop there ("prn ; wheeze"). Issue 40, round 19."""
+    comma = {"literal": ",", "category": "TERMINATE", "direction": "TERMINATE", "pattern": [{"LOWER": ","}]}
+    risks = {"literal": "risks", "category": "HYPOTHETICAL", "direction": "FORWARD"}
+    if spares is not None:
+        comma["metadata"] = {"spares": spares}
+    if passes is not None:
+        risks["metadata"] = {"passes": passes}
+    nlp = _normal_word_pipeline(tmp_path, [
+        risks,
+        {"literal": "prn", "category": "HYPOTHETICAL", "direction": "FORWARD"},
+        {"literal": "no", "category": "NEGATED_EXISTENCE", "direction": "FORWARD"},
+        {"literal": ";", "category": "TERMINATE", "direction": "TERMINATE", "pattern": [{"LOWER": ";"}]},
+        comma,
+    ])
+    doc = nlp.make_doc("risks bleeding ; stroke , sepsis . prn pain , wheeze ; rash . no fever ; cough , ache")
+    doc.spans[KEY] = [doc[i:i + 1] for i in (1, 3, 5, 8, 10, 12, 15, 17, 19)]
+    short = {"hypothetical": "H", "affirmed": "A", "negated": "N"}
+    assert " ".join(short[s._.clin_assertion] for s in nlp(doc).spans[KEY]) == expected
+
+
+def test_a_spared_category_still_stops_at_a_terminator_before_its_cue(tmp_path):
+    """A terminator spares only the forward reach of a cue: "Nodule du sein droit, biopsie programmée"
+    keeps the plan's backward reach off the nodule (round 19)."""
+    nlp = _normal_word_pipeline(tmp_path, [
+        {"literal": "planned", "category": "HYPOTHETICAL", "direction": "BACKWARD"},
+        {"literal": ",", "category": "TERMINATE", "direction": "TERMINATE", "pattern": [{"LOWER": ","}],
+         "metadata": {"spares": ["HYPOTHETICAL"]}},
+    ])
+    doc = nlp.make_doc("nodule , biopsy planned")
+    doc.spans[KEY] = [doc[0:1], doc[2:3]]
+    assert [s._.clin_assertion for s in nlp(doc).spans[KEY]] == ["affirmed", "hypothetical"]
+
+
 @pytest.mark.parametrize(
     "data,fragment",
     [
