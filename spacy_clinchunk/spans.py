@@ -64,6 +64,11 @@ class Abbreviations:
     def never_ends_a_sentence(self, word: str) -> bool:
         return word.lower() in self.prenominal
 
+    def listed(self, word: str) -> bool:
+        """``word`` is in one of the word lists (no pattern guesses: "v.a.", not any "x.y.")."""
+        lower = word.lower()
+        return lower in self.words or lower in self.prenominal
+
     def __call__(self, word: str) -> bool:
         return bool(
             word.lower() in self.words

@@ -58,6 +58,13 @@ RULE_KEYS = {
 }
 
 
+def rule_metadata(rule: Any, key: str) -> Any:
+    """``key`` of a rule's metadata (None when absent or not a mapping): the one place that reads
+    the per-rule switches (``inside_span``, ``governs_list``, ``spares``, ``passes``, ...)."""
+    metadata = getattr(rule, "metadata", None)
+    return metadata.get(key) if isinstance(metadata, dict) else None
+
+
 class ContextRulesError(ResourceError):
     """A context rules file or rule is malformed."""
 

@@ -15,6 +15,7 @@ from ..spans import ITEM_LINE_MAX_CHARS
 from .cues import CueMatcher
 from .layout import DocLayout
 from .lists import GOVERNS_LIST, ListGrammar, ListWalk, separates
+from .rules import rule_metadata
 
 # Scope limit (tokens) when the doc has no sentence boundaries and max_scope is null.
 UNSEGMENTED_MAX_SCOPE = 30
@@ -74,8 +75,7 @@ def unit_modifiers(
 
 
 def _governs_list(rule: Any) -> bool:
-    metadata = getattr(rule, "metadata", None)
-    return isinstance(metadata, dict) and metadata.get(GOVERNS_LIST) is True
+    return rule_metadata(rule, GOVERNS_LIST) is True
 
 
 def _listed(walk: ListWalk, rule: Any, start: int, end: int, floor: int, u_end: int) -> Optional[Unit]:
@@ -250,16 +250,10 @@ def _spared(modifier: Any, other: Any) -> bool:
     droit, biopsie programmée" keeps the plan's backward reach off the nodule."""
     if other.direction.upper() != "TERMINATE" or other.modifier_span[0] < modifier.modifier_span[1]:
         return False  # only what follows the cue: a terminator before it still bounds its backward reach
-    spares = _rule_metadata(other.rule).get(SPARES, ())
-    passes = _rule_metadata(modifier.rule).get(PASSES, ())
+    spares, passes = rule_metadata(other.rule, SPARES), rule_metadata(modifier.rule, PASSES)
     return (isinstance(spares, (list, tuple)) and modifier.category.upper() in spares) or (
         isinstance(passes, (list, tuple)) and other.rule.literal in passes
     )
-
-
-def _rule_metadata(rule: Any) -> Dict[str, Any]:
-    metadata = getattr(rule, "metadata", None)
-    return metadata if isinstance(metadata, dict) else {}
 
 
 def _separator_only(layout: DocLayout, start: int, end: int, joiners: FrozenSet[str]) -> bool:

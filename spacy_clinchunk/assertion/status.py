@@ -17,7 +17,7 @@ from spacy.tokens import Doc, Span
 
 from .cues import CueMatcher
 from .layout import DocLayout
-from .rules import CATEGORY_LABELS, PRECEDENCE
+from .rules import CATEGORY_LABELS, PRECEDENCE, rule_metadata
 from .lists import ListGrammar
 from .scopes import UnitModifiers, unit_modifiers
 from .sections import Section, SectionTable
@@ -236,13 +236,6 @@ def _give_way(governing: Dict[str, List[Any]]) -> None:
             del governing[label]
 
 
-def _rule_metadata(modifier: Any, key: str) -> Any:
-    """``key`` of the metadata of a cue's rule (None when absent or not a mapping): the one place
-    that reads the per-rule switches below."""
-    metadata = getattr(modifier.rule, "metadata", None)
-    return metadata.get(key) if isinstance(metadata, dict) else None
-
-
 def _label_for(modifier: Any, target: Span) -> Optional[str]:
     """The status a cue gives ``target``: its category's, except that a cue overlapping the
     span gives the rule's ``metadata.inside_span`` status when it has one. "No acute
@@ -251,7 +244,7 @@ def _label_for(modifier: Any, target: Span) -> Optional[str]:
     label = CATEGORY_LABELS.get(modifier.category)
     m_start, m_end = modifier.modifier_span
     if label is not None and m_start < target.end and target.start < m_end:
-        inside = _rule_metadata(modifier, "inside_span")
+        inside = rule_metadata(modifier.rule, "inside_span")
         if isinstance(inside, str) and inside in PRECEDENCE:
             return inside
     return label
@@ -268,7 +261,7 @@ def _pseudo_inside(modifier: Any, target: Span) -> Optional[str]:
     begins_inside = m_start < target.start < m_end or (m_start == target.start and target.end <= m_end)
     if not (begins_inside or (target.start <= m_start and target.end == m_end)):
         return None
-    inside = _rule_metadata(modifier, "inside_span")
+    inside = rule_metadata(modifier.rule, "inside_span")
     return inside if isinstance(inside, str) and inside in PRECEDENCE else None
 
 
@@ -276,7 +269,7 @@ def _names_the_finding(modifier: Any) -> bool:
     """A cue that is a finding of its own status ("in stable condition", "in stabilem Zustand":
     ``metadata.inside_span`` equal to its category's status): a clause holding it reports that
     finding, whatever words of the clause come before it."""
-    inside = _rule_metadata(modifier, "inside_span")
+    inside = rule_metadata(modifier.rule, "inside_span")
     return inside is not None and inside == CATEGORY_LABELS.get(modifier.category)
 
 
@@ -285,7 +278,7 @@ def _denies_inside(modifier: Any) -> bool:
     sin hallazgos agudos", "no acute intracranial abnormality": the scan normal, the findings absent;
     ``metadata.inside_span`` ``negated`` unlike its category's status). A span it closes holds both,
     so closing it decides nothing; the cue's own scope still does."""
-    inside = _rule_metadata(modifier, "inside_span")
+    inside = rule_metadata(modifier.rule, "inside_span")
     return inside == "negated" and CATEGORY_LABELS.get(modifier.category) != "negated"
 
 
@@ -293,7 +286,7 @@ def _cancels_section(modifier: Any) -> Tuple[str, ...]:
     """The section statuses a cue lifts from what it governs (a rule's ``metadata.cancels_section``):
     under "Past history:", "currently on dialysis for renal failure" is no past event. Only the
     section's status goes; a cue of the same status still holds."""
-    names = _rule_metadata(modifier, "cancels_section")
+    names = rule_metadata(modifier.rule, "cancels_section")
     return tuple(n for n in names if n in PRECEDENCE) if isinstance(names, list) else ()
 
 
@@ -303,7 +296,7 @@ def _idle_in(modifier: Any, section_name: Optional[str]) -> bool:
     treats now, so "history" dates nothing there; under "Past history:" or in a narrative it does."""
     if section_name is None:
         return False
-    names = _rule_metadata(modifier, "idle_in_sections")
+    names = rule_metadata(modifier.rule, "idle_in_sections")
     return isinstance(names, list) and section_name in names
 
 
@@ -311,14 +304,14 @@ def _cancels(modifier: Any) -> Tuple[str, ...]:
     """The statuses an exception cue lifts from what it governs, cues' and section's alike (a
     rule's ``metadata.cancels``): in "Neurologisch bis auf einen leichten Tremor unauffällig" the
     tremor is the exception to "unauffällig", so it is not ``normal``."""
-    names = _rule_metadata(modifier, "cancels")
+    names = rule_metadata(modifier.rule, "cancels")
     return tuple(n for n in names if n in PRECEDENCE) if isinstance(names, list) else ()
 
 
 def _yields_to(modifier: Any) -> Tuple[str, ...]:
     if isinstance(modifier, Section):
         return ()
-    names = _rule_metadata(modifier, "yields_to")
+    names = rule_metadata(modifier.rule, "yields_to")
     return tuple(names) if isinstance(names, list) else ()
 
 

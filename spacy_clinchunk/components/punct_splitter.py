@@ -115,9 +115,7 @@ class PunctSplitter(ChunkRefiner):
             return False
         if first > start and not text[first - 1].isspace():
             return False
-        glued = f"{text[first]}.{letter}.".lower()
-        rule = self.abbreviation_rule
-        return glued in rule.words or glued in rule.prenominal
+        return self.abbreviation_rule.listed(f"{text[first]}.{letter}.")
 
 
 def _at_line_start(text: str, index: int) -> bool:
