@@ -23,6 +23,16 @@ _LINE_BREAK = re.compile(r"\n\s*")
 _FLATTENED_BREAK = re.compile(
     r"(?<=[.:;!?]),+(?=[^\s,])|,{2,}(?=[^\s,])|(?<=[^\s\d,]),(?=[A-Z\u2022*-]|\d{1,2}[.)][ \t])"
 )
+# An item number inside a line ("Diagnosen: 1. Kein Anhalt für Malignität 2. Chronische Gastritis 3. Hiatushernie"):
+# a number and its period or bracket after a space, before a capitalised word; taken as an item only where the
+# number before or after it in the sequence stands on the same line (see inline_item_breaks), so an ordinal
+# ("am 3. Tag", "Verbrennung 2. Grades") stays inside its sentence.
+_INLINE_ITEM = re.compile(r"(?<![^\s:;,])([1-9]\d?)[.)](?=[ \t]+[A-Z\u00c0-\u00de])")
+# words before an ordinal, not an item number ("am 3. Tag", "des 2. Strahls", "on 2. March")
+_ORDINAL_LEADS = frozenset({
+    "am", "vom", "im", "zum", "zur", "bis", "ab", "seit", "nach", "um", "des", "der", "dem", "den", "die", "das",
+    "the", "on", "of", "el", "la", "le", "du", "de", "het",
+})
 # (a letter and its period before another, "o. B.", "z. B.", is an abbreviation, not an item marker)
 _LIST_MARKER = re.compile(
     r"[^\S\n]*(?:[-*\u2022\u25aa\u25cf\u2013\u00b7>]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)](?![ \t][^\W\d_]\.)|\(?[ivxIVX]{1,4}[.)])(?=\s)"
@@ -171,21 +181,60 @@ def _continues_its_list(line: str) -> bool:
 
 def hard_breaks(text: str, start: int = 0, end: Optional[int] = None) -> Iterator[Range]:
     """Hard boundaries (as char ranges of the whitespace, or the flattened commas, that form
-    them) in a range, in text order."""
+    them) in a range, in text order: line breaks that end a unit, commas an export made of line
+    breaks, and the spaces before item numbers in sequence inside a line."""
     end = len(text) if end is None else end
     lines = ((m.start(), m.end()) for m in _LINE_BREAK.finditer(text, start, end) if is_hard_break(text, m.start(), m.end()))
-    if "," not in text[start:end]:
+    items = inline_item_breaks(text, start, end)
+    if "," not in text[start:end] and not items:
         yield from lines
         return
     flattened = ((m.start(), m.end()) for m in _FLATTENED_BREAK.finditer(text, start, end))
-    yield from sorted([*lines, *flattened])
+    yield from sorted({*lines, *flattened, *items})
+
+
+def inline_item_breaks(text: str, start: int = 0, end: Optional[int] = None) -> List[Range]:
+    """The spaces before item numbers inside a line, as char ranges, in text order: numbers
+    in sequence ("1. Kein Anhalt für Malignität 2. Chronische Gastritis 3. Hiatushernie"), each
+    with a neighbour one less before it or one more after it in ``text[start:end]``. A number
+    at the start of a line is a list marker already (:func:`hard_breaks`); a lone ordinal ("am 3.
+    Tag") or one after an article or preposition ("des 2. Strahls") is no item."""
+    end = len(text) if end is None else end
+    found = []
+    for m in _INLINE_ITEM.finditer(text, start, end):
+        before = text.rfind(" ", start, m.start() - 1) + 1 if m.start() > start else start
+        lead = text[max(before, start):m.start()].strip().lower()
+        if lead in _ORDINAL_LEADS:
+            continue
+        head = text[m.end():min(end, m.end() + 40)].split(None, 1)
+        found.append((int(m.group(1)), m.start(), head[0].lower() if head else ""))
+    if len(found) < 2:
+        return []
+    breaks = []
+    for k, (_, at, _) in enumerate(found):
+        after_one = k > 0 and _next_item(text, found[k - 1], found[k])
+        before_one = k + 1 < len(found) and _next_item(text, found[k], found[k + 1])
+        if not (after_one or before_one):
+            continue
+        gap = at
+        while gap > start and text[gap - 1] in " \t":
+            gap -= 1
+        if gap < at and gap > start and text[gap - 1] != "\n":  # inside a line, after a word
+            breaks.append((gap, at))
+    return breaks
+
+
+def _next_item(text: str, first: Tuple[int, int, str], second: Tuple[int, int, str]) -> bool:
+    """``second`` numbers the item after ``first``: one more, on the same line, and not an ordinal
+    series of one noun ("1. Zyklus ..., 2. Zyklus")."""
+    return second[0] == first[0] + 1 and "\n" not in text[first[1]:second[1]] and first[2] != second[2]
 
 
 def has_breaks(text: str, start: int = 0, end: Optional[int] = None) -> bool:
     """Whether ``text[start:end]`` may hold a hard boundary (a line break, or a comma an export
     made of one): a cheap test before :func:`hard_breaks`."""
     segment = text[start:end]
-    return "\n" in segment or "," in segment
+    return "\n" in segment or "," in segment or _INLINE_ITEM.search(segment) is not None
 
 
 def split_at_hard_breaks(text: str, start: int, end: int) -> List[Range]:

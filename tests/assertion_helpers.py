@@ -1,4 +1,5 @@
 """One concept span, assessed by clin_context_assertion in a blank pipeline or under medspaCy."""
+import functools
 import json
 from pathlib import Path
 
@@ -6,6 +7,7 @@ import pytest
 import spacy
 
 from spacy_clinchunk.components.context_assertion import FACTORY
+from spacy_clinchunk.pipeline import load_pipeline
 
 KEY = "concepts"
 _NLPS = {}
@@ -53,3 +55,10 @@ def case_groups(name):
     cases = [pytest.param(*case, id=f"{group}-{number}")
              for group, data in groups.items() for number, case in enumerate(data["cases"])]
     return groups, cases
+
+
+@functools.lru_cache(maxsize=None)
+def default_for(lang):
+    """The shipped default with ``lang``'s rules forced (``--lang``), built once per language for a
+    whole test session, not once per parametrized case."""
+    return load_pipeline("default", lang=lang)

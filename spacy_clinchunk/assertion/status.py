@@ -132,6 +132,8 @@ class AssertionEngine:
             return True
         if _in_compound(target, m_start, m_end):  # "history" in "history-taking" names the concept
             return False
+        if _qualifies_word(modifier) and self._runs_on(target.doc, m_end, target.end):
+            return False  # "HP-negative [gastritis]": the marker is negative, the finding after it is there
         if _names_the_finding(modifier) and not _comma_between(target.doc, target.start, m_start):
             return True  # "transferred to recovery in stable condition": the cue is the clause's finding
         # cue inside the span: what of the span lies before the cue's reach must be light,
@@ -171,6 +173,16 @@ class AssertionEngine:
         """A coordination joiner among the tokens ``start:end`` ("in gutem Allgemeinzustand und
         beschwerdefrei"): the words before a closing cue hold two findings, not one."""
         return any(doc[i].lower_ in self.list_grammar.joiners for i in range(start, end))
+
+    def _runs_on(self, doc: Doc, start: int, end: int) -> bool:
+        """Words that are not light among the tokens ``start:end`` before a comma: the span names
+        something after the cue ("Gram-negative bacteremia"), not only what the cue qualifies."""
+        for i in range(start, end):
+            if doc[i].text == ",":
+                return False
+            if not self._light(doc, i, i + 1):
+                return True
+        return False
 
     def _light(self, doc: Doc, start: int, end: int) -> bool:
         for token in doc[start:end]:
@@ -271,6 +283,13 @@ def _names_the_finding(modifier: Any) -> bool:
     finding, whatever words of the clause come before it."""
     inside = rule_metadata(modifier.rule, "inside_span")
     return inside is not None and inside == CATEGORY_LABELS.get(modifier.category)
+
+
+def _qualifies_word(modifier: Any) -> bool:
+    """A cue that speaks only of the word it is glued to (a rule's ``metadata.qualifies_word``: the
+    marker in "HP-negative", "ER-negative"): a span that runs on past the cue names a finding of its
+    own, which the cue leaves alone ("HP-negative gastritis" is a gastritis)."""
+    return rule_metadata(modifier.rule, "qualifies_word") is True
 
 
 def _denies_inside(modifier: Any) -> bool:

@@ -2,15 +2,13 @@
 German abbreviations, the section span group, bad input in linear work. Each case is a pattern
 the real notes showed, written here as a regression test (the judge is the annotated real-note
 split, bench/real_notes.py)."""
-import functools
-
 import pytest
 
 from spacy_clinchunk import attrs
 from spacy_clinchunk.assertion import status as status_module
 from spacy_clinchunk.pipeline import load_pipeline
 
-from assertion_helpers import assess
+from assertion_helpers import assess, default_for
 
 
 @pytest.fixture(scope="module")
@@ -21,13 +19,6 @@ def default_nlp():
 @pytest.fixture(scope="module")
 def german_nlp():
     return load_pipeline("default", lang="de")
-
-
-@functools.lru_cache(maxsize=None)
-def default_for(lang):
-    """The shipped default with ``lang``'s rules forced (``--lang``), built once per language for the
-    whole module, not once per parametrized case."""
-    return load_pipeline("default", lang=lang)
 
 
 def statuses(nlp, text, key=attrs.CHUNKS_KEY):
