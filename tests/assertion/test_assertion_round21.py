@@ -139,6 +139,8 @@ def test_a_follow_up_brought_forward_on_a_condition(lang, text, phrase, expected
     ("The wound shows signs of infection.", "infection", "affirmed"),
     ("The CT findings of a mass were discussed with the patient.", "mass", "affirmed"),
     ("He may have pneumonia.", "pneumonia", "uncertain"),
+    ("He will need antibiotics for his pneumonia.", "pneumonia", "affirmed"),
+    ("She may need a transfusion.", "transfusion", "hypothetical"),
     ("Possible pneumonia.", "pneumonia", "uncertain"),
 ])
 def test_risks_taught_and_told_ahead_are_hypothetical(text, phrase, expected):
@@ -205,6 +207,8 @@ def test_what_is_over_and_what_is_only_old(lang, text, phrase, expected):
     ("de", "Haut und Schleimhäute gut durchblutet.", "Haut und Schleimhäute gut durchblutet", "normal"),
     ("de", "Lymphknoten gut verschieblich.", "gut verschieblich", "normal"),
     ("de", "Haut schlecht durchblutet.", "Haut", "affirmed"),
+    ("de", "Raumforderung gut abgrenzbar.", "Raumforderung", "affirmed"),
+    ("de", "Schulter frei beweglich.", "Schulter", "normal"),
     ("de", "Va Pneumonie.", "Pneumonie", "uncertain"),
     ("en", "Bowel sounds are present.", "Bowel sounds", "normal"),
     ("en", "Distal pulses are palpable.", "Distal pulses", "normal"),
