@@ -18,7 +18,7 @@ from ..logs import quiet_medspacy_loguru
 from .lists import GOVERNS_LIST
 from .prefilter import Condition, Conditions, all_hold, anchors_hold, fold_safe, token_anchors
 from .regex_form import scan_form
-from .rules import ContextRulesError, RuleDict
+from .rules import PASSES, QUALIFIES_WORD, SPARES, ContextRulesError, RuleDict
 
 Match = Tuple[int, int, int]  # (match_id, start token, end token)
 Reach = Tuple["numpy.ndarray", int, int]  # (anchor LOWER hashes, elements before it, elements after it)
@@ -93,9 +93,7 @@ def compile_rules(
                 if isinstance(ended_by, str) or not all(isinstance(c, str) for c in ended_by):
                     raise ValueError("metadata.terminated_by must be a list of categories")
                 context_rule.terminated_by = {c.upper() for c in ended_by}
-            governs = (data.get("metadata") or {}).get(GOVERNS_LIST) if isinstance(data.get("metadata"), dict) else None
-            if governs is not None and not isinstance(governs, bool):
-                raise ValueError(f"metadata.{GOVERNS_LIST} must be true or false")
+            _check_switches(data.get("metadata"))
         except (TypeError, ValueError) as err:
             raise ContextRulesError(f"{name}: rule #{i} ('{rule.get('literal')}'): {err}") from err
         try:
@@ -103,6 +101,26 @@ def compile_rules(
         except Exception as err:
             raise ContextRulesError(f"{name}: rule #{i} ('{rule.get('literal')}') cannot be compiled: {err}") from err
     return matcher
+
+
+# rule-metadata switches read at match time, checked when the rules compile: (key, kind of value)
+_BOOLEAN_SWITCHES = (GOVERNS_LIST, QUALIFIES_WORD)
+_LIST_SWITCHES = (SPARES, PASSES)
+
+
+def _check_switches(metadata: Any) -> None:
+    """A one-line error for a switch of the wrong kind: ``governs_list`` and ``qualifies_word`` are
+    true or false, ``spares`` (categories) and ``passes`` (terminator literals) are lists of strings.
+    Caught here, a typo in a rules file names its rule instead of silently reading nothing."""
+    if not isinstance(metadata, dict):
+        return
+    for key in _BOOLEAN_SWITCHES:
+        if metadata.get(key) is not None and not isinstance(metadata[key], bool):
+            raise ValueError(f"metadata.{key} must be true or false")
+    for key in _LIST_SWITCHES:
+        value = metadata.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ValueError(f"metadata.{key} must be a list of strings")
 
 
 class CueMatcher:

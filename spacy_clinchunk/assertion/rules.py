@@ -58,6 +58,14 @@ RULE_KEYS = {
 }
 
 
+# rule-metadata switches read at match time (besides ``governs_list``, see :mod:`.lists`): on a
+# TERMINATE rule, the categories whose scopes it leaves uncut; on a cue, the literals of the
+# terminators its scope passes; a cue that speaks only of the word it is glued to
+SPARES = "spares"
+PASSES = "passes"
+QUALIFIES_WORD = "qualifies_word"
+
+
 def rule_metadata(rule: Any, key: str) -> Any:
     """``key`` of a rule's metadata (None when absent or not a mapping): the one place that reads
     the per-rule switches (``inside_span``, ``governs_list``, ``spares``, ``passes``, ...)."""

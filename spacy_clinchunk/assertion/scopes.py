@@ -15,7 +15,7 @@ from ..spans import ITEM_LINE_MAX_CHARS
 from .cues import CueMatcher
 from .layout import DocLayout
 from .lists import GOVERNS_LIST, ListGrammar, ListWalk, separates
-from .rules import rule_metadata
+from .rules import PASSES, SPARES, rule_metadata
 
 # Scope limit (tokens) when the doc has no sentence boundaries and max_scope is null.
 UNSEGMENTED_MAX_SCOPE = 30
@@ -23,10 +23,6 @@ UNSEGMENTED_MAX_SCOPE = 30
 # one by one; the others through a window, so a long unit with many cues stays linear.
 _NEAR = 64
 _LIST_BULLETS = {"-", "*", "•", "·", "–", "+"}
-# TERMINATE rule metadata: the categories whose scopes the terminator leaves uncut
-SPARES = "spares"
-# cue rule metadata: the literals of the terminators the cue's scope passes
-PASSES = "passes"
 Unit = Tuple[int, int]
 
 

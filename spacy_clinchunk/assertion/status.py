@@ -17,7 +17,7 @@ from spacy.tokens import Doc, Span
 
 from .cues import CueMatcher
 from .layout import DocLayout
-from .rules import CATEGORY_LABELS, PRECEDENCE, rule_metadata
+from .rules import CATEGORY_LABELS, PRECEDENCE, QUALIFIES_WORD, rule_metadata
 from .lists import ListGrammar
 from .scopes import UnitModifiers, unit_modifiers
 from .sections import Section, SectionTable
@@ -289,7 +289,7 @@ def _qualifies_word(modifier: Any) -> bool:
     """A cue that speaks only of the word it is glued to (a rule's ``metadata.qualifies_word``: the
     marker in "HP-negative", "ER-negative"): a span that runs on past the cue names a finding of its
     own, which the cue leaves alone ("HP-negative gastritis" is a gastritis)."""
-    return rule_metadata(modifier.rule, "qualifies_word") is True
+    return rule_metadata(modifier.rule, QUALIFIES_WORD) is True
 
 
 def _denies_inside(modifier: Any) -> bool:

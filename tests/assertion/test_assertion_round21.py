@@ -250,3 +250,21 @@ def test_a_hedged_cause_opens_a_chunk_of_its_own():
     text = "A/P: 1. Acute pancreatitis - likely secondary to gallstones 2. Hypocalcaemia - replace"
     assert held_by("en", text, "pancreatitis") == ["affirmed"]
     assert held_by("en", text, "gallstones") == ["uncertain"]
+
+
+@pytest.mark.parametrize("lang,text,phrase,expected", [
+    # round 22: a finding said to come and go, or given a class, after a comma is present
+    ("en", "No syncope, occasional dizziness.", "dizziness", "affirmed"),
+    ("en", "No chest pain, intermittent palpitations.", "palpitations", "affirmed"),
+    ("en", "No orthopnea, dyspnea on exertion NYHA class II.", "dyspnea on exertion", "affirmed"),
+    ("en", "Denies fever, chills, occasional night sweats, or weight loss.", "weight loss", "negated"),
+    ("de", "Keine Synkopen, gelegentlich Schwindel.", "Schwindel", "affirmed"),
+    ("de", "Keine Thoraxschmerzen, intermittierend Palpitationen.", "Palpitationen", "affirmed"),
+    ("de", "Keine Ruhedyspnoe, Belastungsdyspnoe NYHA II.", "Belastungsdyspnoe", "affirmed"),
+    ("de", "Keine Stauung, Herz grenzwertig groß.", "Herz", "affirmed"),
+    ("de", "Kein Fieber, kein Husten, kein Auswurf.", "Auswurf", "negated"),
+    ("es", "Sin fiebre, tos ocasional.", "tos", "affirmed"),
+    ("fr", "Pas de fièvre, palpitations intermittentes.", "palpitations", "affirmed"),
+])
+def test_a_finding_that_comes_and_goes_after_a_denial_is_present(lang, text, phrase, expected):
+    assert concept(lang, text, phrase) == expected

@@ -430,7 +430,6 @@ def test_a_later_rule_of_another_category_on_the_same_tokens_still_wins(tmp_path
     (["HYPOTHETICAL"], None, "H A A H H A N A A"),
     (None, [";"], "H H A H A A N A A"),
     (["HYPOTHETICAL"], [";"], "H H H H H A N A A"),
-    ("HYPOTHETICAL", ";", "H A A H A A N A A"),  # not lists: nothing spared, nothing passed
 ])
 def test_a_terminator_spares_categories_and_a_cue_passes_terminators(tmp_path, spares, passes, expected):
     """``metadata.spares`` on a terminator names the categories whose scopes it leaves uncut (the comma
@@ -454,6 +453,23 @@ def test_a_terminator_spares_categories_and_a_cue_passes_terminators(tmp_path, s
     doc.spans[KEY] = [doc[i:i + 1] for i in (1, 3, 5, 8, 10, 12, 15, 17, 19)]
     short = {"hypothetical": "H", "affirmed": "A", "negated": "N"}
     assert " ".join(short[s._.clin_assertion] for s in nlp(doc).spans[KEY]) == expected
+
+
+@pytest.mark.parametrize("metadata,message", [
+    ({"spares": "HYPOTHETICAL"}, "metadata.spares must be a list of strings"),
+    ({"passes": ";"}, "metadata.passes must be a list of strings"),
+    ({"passes": [1]}, "metadata.passes must be a list of strings"),
+    ({"qualifies_word": "yes"}, "metadata.qualifies_word must be true or false"),
+])
+def test_a_switch_of_the_wrong_kind_stops_the_rules_with_one_line(metadata, message):
+    """A typo in a rules file names its rule when the rules compile, instead of silently reading
+    nothing at match time (round 21; round 19 ignored such values)."""
+    from spacy_clinchunk.assertion.cues import compile_rules
+
+    rule = {"literal": "risks", "category": "HYPOTHETICAL", "direction": "FORWARD", "metadata": metadata}
+    with pytest.raises(ContextRulesError, match=f"rule #0 \\('risks'\\): {message}") as info:
+        compile_rules(spacy.blank("en"), "test", [rule], None)
+    assert "\n" not in str(info.value)
 
 
 def test_a_spared_category_still_stops_at_a_terminator_before_its_cue(tmp_path):
