@@ -39,6 +39,11 @@ def assess(lang, text, concept, sectionizer=False, occurrence=0):
     return nlp(doc).spans[KEY][0]
 
 
+def status_of(lang, text, phrase):
+    """The status of ``phrase`` (its first occurrence) in ``text``, as a concept span."""
+    return assess(lang, text, phrase)._.clin_assertion
+
+
 def check(lang, text, concept, expected, sectionizer=False):
     span = assess(lang, text, concept, sectionizer)
     cues = [c["text"] for c in span._.clin_assertion_cues]

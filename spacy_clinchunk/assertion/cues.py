@@ -103,7 +103,7 @@ def compile_rules(
     return matcher
 
 
-# rule-metadata switches read at match time, checked when the rules compile: (key, kind of value)
+# rule-metadata switches read at match time, checked when the rules compile, by the kind of value they take
 _BOOLEAN_SWITCHES = (GOVERNS_LIST, QUALIFIES_WORD)
 _LIST_SWITCHES = (SPARES, PASSES)
 

@@ -246,10 +246,9 @@ def _spared(modifier: Any, other: Any) -> bool:
     droit, biopsie programmée" keeps the plan's backward reach off the nodule."""
     if other.direction.upper() != "TERMINATE" or other.modifier_span[0] < modifier.modifier_span[1]:
         return False  # only what follows the cue: a terminator before it still bounds its backward reach
-    spares, passes = rule_metadata(other.rule, SPARES), rule_metadata(modifier.rule, PASSES)
-    return (isinstance(spares, (list, tuple)) and modifier.category.upper() in spares) or (
-        isinstance(passes, (list, tuple)) and other.rule.literal in passes
-    )
+    # both are lists of strings or absent: compile_rules checks them
+    spares, passes = rule_metadata(other.rule, SPARES) or (), rule_metadata(modifier.rule, PASSES) or ()
+    return modifier.category.upper() in spares or other.rule.literal in passes
 
 
 def _separator_only(layout: DocLayout, start: int, end: int, joiners: FrozenSet[str]) -> bool:

@@ -8,7 +8,7 @@ from spacy_clinchunk import attrs
 from spacy_clinchunk.assertion import status as status_module
 from spacy_clinchunk.pipeline import load_pipeline
 
-from assertion_helpers import assess, default_for
+from assertion_helpers import default_for, status_of as concept
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +33,6 @@ def held_by(doc, word):
 
 def shown(doc):
     return [(s.text, s._.clin_assertion) for s in doc.spans[attrs.CHUNKS_KEY]]
-
-
-def concept(lang, text, phrase):
-    return assess(lang, text, phrase)._.clin_assertion
 
 
 # -- sections ---------------------------------------------------------------------------

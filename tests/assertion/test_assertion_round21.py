@@ -6,11 +6,7 @@ import pytest
 from spacy_clinchunk import attrs
 from spacy_clinchunk.spans import inline_item_breaks
 
-from assertion_helpers import assess, default_for
-
-
-def concept(lang, text, phrase):
-    return assess(lang, text, phrase)._.clin_assertion
+from assertion_helpers import default_for, status_of as concept
 
 
 def held_by(lang, text, word):
