@@ -67,3 +67,11 @@ def default_for(lang):
     """The shipped default with ``lang``'s rules forced (``--lang``), built once per language for a
     whole test session, not once per parametrized case."""
     return load_pipeline("default", lang=lang)
+
+
+def chunk_statuses_of(lang, text, word):
+    """The statuses of the chunks that hold ``word`` under the default for ``lang``."""
+    from spacy_clinchunk import attrs
+
+    doc = default_for(lang)(text)
+    return [s._.clin_assertion for s in doc.spans[attrs.CHUNKS_KEY] if word in s.text]

@@ -205,11 +205,20 @@ class CueMatcher:
     def _spellings(self, value: str) -> List[List[str]]:
         """The token sequences one ``IN`` value can match: as the tokenizer splits it alone,
         and, for a value without spaces that it splits, the value as one token too (alone,
-        French "d'" is split in two; in "pas d'anomalie" it is one token)."""
+        French "d'" is split in two; in "pas d'anomalie" it is one token); an abbreviation also
+        as the tokenizer splits it capitalised, at the start of a sentence."""
         words = self._words(value) or [value]
+        found = [words]
         if len(words) > 1 and not any(c.isspace() for c in value):
-            return [words, [value]]
-        return [words]
+            found.append([value])
+        if value.endswith(".") and value[:1].isalpha():
+            # an abbreviation opening a sentence: the tokenizer keeps "evtl." whole but splits "Evtl."
+            # into "Evtl" + "." (its exceptions are written in lower case), so "Evtl. beginnende Pneumonie"
+            # is matched in that spelling too
+            capital = self._words(value[:1].upper() + value[1:])
+            if capital and capital not in found:
+                found.append(capital)
+        return found
 
     def _expand(self, pattern: List[Dict[str, Any]]) -> Optional[List[List[str]]]:
         """All word sequences of a LOWER/IN/? pattern, or None when it is not one."""

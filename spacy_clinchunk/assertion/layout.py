@@ -80,6 +80,7 @@ class DocLayout:
         columns = doc.to_array([SENT_START, IS_SPACE, IDX, LENGTH, LOWER]).T.tolist() if n else [[]] * 5
         sent = columns[0]  # 1 start, -1 (as unsigned) not, 0 unset
         self.space: List[int] = columns[1]
+        self._groups: Optional[Dict[int, Tuple[int, int]]] = None  # token -> its innermost bracket group
         self.idx: List[int] = columns[2]  # char offset of each token
         self.length: List[int] = columns[3]  # chars of each token
         self.lowers: Set[int] = set(columns[4])  # the LOWER hashes the doc holds
@@ -119,8 +120,8 @@ class DocLayout:
             return False
         text, idx = self.text, self.idx
         first = text[idx[start]:idx[start] + 1]
-        if text[idx[start - 1]] == "," and first.islower() and start >= 3 and self.length[start - 2] == 1:
-            start -= 1  # "q.4h. p.r.n., pain": a comma after the period shows the sentence goes on
+        if text[idx[start - 1]] in ",;" and first.islower() and start >= 3 and self.length[start - 2] == 1:
+            start -= 1  # "q.4h. p.r.n., pain", "bowel/bladder, etc.; small-bowel obstruction": a comma or semicolon after the period shows the sentence goes on
         period, word = idx[start - 1], idx[start - 2]
         if text[period] != "." or word + self.length[start - 2] != period:
             return False
@@ -162,6 +163,15 @@ class DocLayout:
     def char_end(self, token: int) -> int:
         """The char offset where token ``token`` ends."""
         return self.idx[token] + self.length[token]
+
+    def bracket_group(self, token: int) -> Optional[Tuple[int, int]]:
+        """The innermost round-bracket group holding ``token``, as the tokens of its opening and
+        closing brackets (None when there is none): "(lytisch-destruktive Veränderung ohne sichtbare
+        RF, Biopsie)". Groups of more than :data:`BRACKET_MAX_TOKENS` tokens, and brackets without
+        their pair ("1) Fieber"), count as none. Found for the whole doc on first use, in one pass."""
+        if self._groups is None:
+            self._groups = _bracket_groups(self.text, self.idx, self.length)
+        return self._groups.get(token)
 
     def text_of(self, start: int, end: int) -> str:
         """The text of tokens ``start:end`` (``doc[start:end].text``), from the offsets."""
@@ -384,3 +394,28 @@ def _list_goes_on(text: str, body: int, gap: int, after: int) -> bool:
         return False
     kind = before.group().strip()
     return kind[0].isdigit() == following.group().strip()[0].isdigit() and (kind[0].isdigit() or kind == following.group().strip())
+
+
+BRACKET_MAX_TOKENS = 60  # a longer "group" is a stray bracket's, not an aside
+
+
+def _bracket_groups(text: str, idx: List[int], length: List[int]) -> Dict[int, Tuple[int, int]]:
+    """Each token inside a matched pair of round brackets -> the (open, close) tokens of the
+    innermost pair: a stack over the bracket tokens, each inner token written once per pair that
+    is its innermost, so the pass is linear."""
+    if "(" not in text:
+        return {}
+    inside: Dict[int, Tuple[int, int]] = {}
+    stack: List[int] = []
+    for k, (at, size) in enumerate(zip(idx, length)):
+        if size != 1:
+            continue
+        char = text[at]
+        if char == "(":
+            stack.append(k)
+        elif char == ")" and stack:
+            opened = stack.pop()
+            if k - opened <= BRACKET_MAX_TOKENS:
+                for inner in range(opened + 1, k):
+                    inside.setdefault(inner, (opened, k))  # an inner pair closed first has claimed its tokens
+    return inside

@@ -53,6 +53,9 @@ def unit_modifiers(
         listed = _listed(walk, rule, start, end, floor, u_end) if walk is not None else None
         if listed is not None:  # "Na, K, Cl, Ca unauff.": the cue's list, however long
             scope_start, scope_end = min(scope_start, listed[0]), max(scope_end, listed[1])
+        group = layout.bracket_group(start)
+        if group is not None and end <= group[1]:  # a cue inside brackets: "(Veränderung ohne sichtbare RF, Biopsie)"
+            scope_start, scope_end = _within_brackets(layout, group, start, scope_start, scope_end)
         later = _later_units(doc, layout, rule.direction, u, start, end, scope_end)
         if later:  # "NEGATIVE FOR" at the end of a line, "Call if:" over its list
             last = units[later[-1]][1]
@@ -115,6 +118,18 @@ def scope(direction: str, limit: Optional[int], start: int, end: int, u_start: i
             return u_start, u_end
         return max(u_start, start - limit), min(u_end, end + limit)
     return start, end  # TERMINATE / PSEUDO
+
+
+def _within_brackets(layout: DocLayout, group: Unit, start: int, scope_start: int, scope_end: int) -> Unit:
+    """The scope of a cue inside a bracket group that names its own subject before the cue: it
+    stays between the brackets ("Os pubis (Veränderung ohne sichtbare RF, Biopsie), regionale
+    Metastase": the metastasis is there). A group that opens with its cue speaks of what stands
+    before it or is its own finding ("Lymphknoten (nicht vergrößert)", "septic shock (probable)",
+    "(Vater Herzinfarkt mit 48 Jahren)"): its scope stays as found."""
+    opened, closed = group
+    if all(layout.space[k] for k in range(opened + 1, start)):
+        return scope_start, scope_end
+    return max(scope_start, opened + 1), min(scope_end, closed)
 
 
 def _later_units(

@@ -6,13 +6,8 @@ import pytest
 from spacy_clinchunk import attrs
 from spacy_clinchunk.spans import inline_item_breaks
 
-from assertion_helpers import default_for, status_of as concept
+from assertion_helpers import chunk_statuses_of as held_by, default_for, status_of as concept
 
-
-def held_by(lang, text, word):
-    """The statuses of the chunks that hold ``word`` under the default for ``lang``."""
-    doc = default_for(lang)(text)
-    return [s._.clin_assertion for s in doc.spans[attrs.CHUNKS_KEY] if word in s.text]
 
 
 @pytest.mark.parametrize("lang,text,phrase", [
