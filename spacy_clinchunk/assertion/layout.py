@@ -80,10 +80,10 @@ class DocLayout:
         columns = doc.to_array([SENT_START, IS_SPACE, IDX, LENGTH, LOWER]).T.tolist() if n else [[]] * 5
         sent = columns[0]  # 1 start, -1 (as unsigned) not, 0 unset
         self.space: List[int] = columns[1]
-        self._groups: Optional[Dict[int, Tuple[int, int]]] = None  # token -> its innermost bracket group
         self.idx: List[int] = columns[2]  # char offset of each token
         self.length: List[int] = columns[3]  # chars of each token
         self.lowers: Set[int] = set(columns[4])  # the LOWER hashes the doc holds
+        self._groups: Optional[Dict[int, Tuple[int, int]]] = None  # token -> its innermost bracket group (on first use)
         self.has_sents = n > 1 and any(sent[1:])
         starts = {i for i, value in enumerate(sent) if value == 1} if self.has_sents else set()
         if (abbreviations or attributive or lowercase_continues) and starts:

@@ -97,7 +97,7 @@ class AssertionEngine:
                     continue
                 if modifier.direction == "TERMINATE" or _idle_in(modifier, section_name):
                     continue
-                label, lifts = self._label_for(modifier, target), _cancels_section(modifier)
+                label, lifts = self._status_given(modifier, target), _cancels_section(modifier)
                 drops = _cancels(modifier)
                 if (label is None and not lifts and not drops) or not self._governs(modifier, target):
                     continue
@@ -169,12 +169,13 @@ class AssertionEngine:
         )
         return closes_span or (modifier.direction in _FORWARD and reaches_end)
 
-    def _label_for(self, modifier: Any, target: Span) -> Optional[str]:
+    def _status_given(self, modifier: Any, target: Span) -> Optional[str]:
         """The status a cue gives ``target`` (:func:`_label_for`), except that a cue which denies
         only what lies inside it gives its own category's status to a span that names its subject
         first ("[Neurologisch ohne pathologischen Befund]", "[Miktion ohne Auffälligkeiten]",
-        "[Examen neurologique sans anomalie]": the examination is normal); a span that begins with
-        the cue, or has only light words before it, is what the cue denies."""
+        "[Echo abdomen zonder afwijkingen]": the examination is normal); a span that begins with
+        the cue, or has only light words before it ("There is no acute abnormality"; the French light
+        words hold "examen"), is what the cue denies."""
         label = _label_for(modifier, target)
         m_start = modifier.modifier_span[0]
         if (
