@@ -1,4 +1,4 @@
-"""Round 23 of issue 40: kinds of wording written from clinical knowledge, each a general pattern
+"""Rounds 23 and 24 of issue 40: kinds of wording written from clinical knowledge, each a general pattern
 in every language that has it, and two engine rules (a cue inside brackets with its own subject
 stays inside them; a cue that denies only the words it holds gives its own status to a chunk that
 names its subject first). Regression tests, not the judge (the judge is the annotated real-note
@@ -219,3 +219,36 @@ def test_bracket_groups_pair_innermost_first_and_skip_strays():
         at += len(part) + 1
     assert _bracket_groups(long_text, starts, [len(p) for p in parts]) == {}
     assert _bracket_groups("no brackets here", [0, 3, 12], [2, 8, 4]) == {}
+
+
+# -- round 24: dangers named by a compound or before "risk", and plans that aim ---------------------
+@pytest.mark.parametrize("lang,text,phrase", [
+    ("de", "Sturzgefahr bei Gangunsicherheit.", "Sturzgefahr"),
+    ("de", "Aspirationsgefahr.", "Aspirationsgefahr"),
+    ("de", "Erhöhtes Blutungsrisiko unter Antikoagulation.", "Blutungsrisiko"),
+    ("de", "Die Patientin erhielt eine Stressulkusprophylaxe mit Pantoprazol.", "Stressulkusprophylaxe"),
+    ("de", "Wir empfehlen eine Endokarditisprophylaxe vor zahnärztlichen Eingriffen.", "Endokarditisprophylaxe"),
+    ("nl", "Verhoogd valrisico.", "valrisico"),
+    ("nl", "Tromboseprofylaxe met fraxiparine.", "Tromboseprofylaxe"),
+    ("en", "High fall risk.", "fall"),
+    ("en", "Aspiration risk is high.", "Aspiration"),
+])
+def test_a_danger_named_by_a_compound_or_before_risk(lang, text, phrase):
+    """The finding in "Sturzgefahr", "valrisico", "fall risk" has not happened: its concept and the
+    chunk that holds it read hypothetical (the chunk read affirmed when words stood before the compound)."""
+    assert concept(lang, text, phrase) == "hypothetical"
+    assert held_by(lang, text, phrase) == ["hypothetical"]
+
+
+@pytest.mark.parametrize("lang,text,phrase,expected", [
+    ("en", "Cardiac risk factors include hypertension.", "hypertension", "affirmed"),
+    ("en", "The risks are infection, hemorrhage, and meatal stenosis.", "meatal stenosis", "hypothetical"),
+    ("en", "Risks discussed were bleeding, anesthetic risks, recurrence of problems, and infection.", "infection", "hypothetical"),
+    ("de", "Kardiovaskuläre Risikofaktoren: Hypertonie.", "Hypertonie", "affirmed"),
+    ("de", "Drohende Dekompensation bei Infekt.", "Dekompensation", "hypothetical"),
+    ("de", "Therapieziel ist die Vermeidung von Rezidiven.", "Rezidiven", "hypothetical"),
+    ("de", "Ein HbA1c unter 7 Prozent wird angestrebt.", "HbA1c", "hypothetical"),
+    ("de", "Der Patient hat sein Ziel erreicht.", "Ziel", "affirmed"),
+])
+def test_risk_factors_are_there_and_aims_are_not(lang, text, phrase, expected):
+    assert concept(lang, text, phrase) == expected
