@@ -310,12 +310,32 @@ def _rejoin_abbreviation_breaks(text: str, units: List[Range], abbreviations: Ab
                 word.endswith(".")
                 and abbreviations(word)
                 and following[:1]
-                and (following[0].islower() or following[0].isdigit() or abbreviations.never_ends_a_sentence(word))
+                and (
+                    following[0].islower()
+                    or following[0].isdigit()
+                    or abbreviations.never_ends_a_sentence(word)
+                    or _opens_and_closes(text, prev_start, word_start, word, following, abbreviations)
+                )
             ):
                 merged[-1] = (prev_start, end)
                 continue
         merged.append((start, end))
     return merged
+
+
+def _opens_and_closes(
+    text: str, unit_start: int, word_start: int, word: str, following: str, abbreviations: Abbreviations
+) -> bool:
+    """A listed abbreviation that is its unit's only word, capitalised, before a word on the same
+    line: it opened a sentence, which it cannot close by itself ("Unauff. Brustwandableitungen",
+    "Bds. Unterschenkelödeme": written before the noun it describes). Only listed ones: an initial
+    ("J.") is not guessed."""
+    return (
+        word[:1].isupper()
+        and following[0].isalpha()
+        and not text[unit_start:word_start].strip()
+        and abbreviations.listed(word)
+    )
 
 
 def current_ranges(

@@ -29,6 +29,8 @@ SPARES_ALTERNATIVE_LISTS = "spares_alternative_lists"
 _LETTER_BEFORE, _LETTER_AFTER = r"(?<![^\W\d_])", r"(?![^\W\d_])"
 _LIST_REACH = 1500  # characters a list may run on to its alternative
 _SPACE_RUN = {"IS_SPACE": True, "OP": "*"}
+CUE_GROUP = "cue"  # in a regex rule, the group that is the cue (the rest: context it needs)
+_MAX_TOKEN_SPELLINGS = 4  # a token pattern and its capitalised abbreviation spellings, at most
 _WINDOWED_MIN_TOKENS = 400  # a shorter doc is searched whole: finding its windows costs as much
 
 
@@ -187,9 +189,10 @@ class CueMatcher:
                 pattern = [head, *pattern[1:]]
         phrases = self._expand(pattern)
         if phrases is None:
-            self.tokens.add(key, [_with_space_runs(pattern)])
-            self._token_anchors.append(token_anchors(pattern, self.vocab.strings))
-            self._token_reach.append(token_reach(pattern, self.vocab.strings))
+            for spelling in self._token_spellings(pattern):
+                self.tokens.add(key, [_with_space_runs(spelling)])
+                self._token_anchors.append(token_anchors(spelling, self.vocab.strings))
+                self._token_reach.append(token_reach(spelling, self.vocab.strings))
             self._has["tokens"] = True
             return
         docs = [Doc(self.vocab, words=words) for words in phrases if words]
@@ -219,6 +222,40 @@ class CueMatcher:
             if capital and capital not in found:
                 found.append(capital)
         return found
+
+    def _token_spellings(self, pattern: List[Any]) -> List[List[Any]]:
+        """A token pattern for spaCy's Matcher, and, where an element that every match uses
+        (no ``OP``) lists dotted abbreviations, the pattern with that element in the spelling the
+        tokenizer gives them capitalised: "Vd.a." and "Zn." at a sentence start are split into
+        "Vd.a" + "." (the tokenizer's exceptions are written in lower case), so the element
+        becomes the stem and a period. The phrase path does the same in :meth:`_spellings`."""
+        spellings: List[List[Any]] = [[]]
+        for element in pattern:
+            stems = self._capital_stems(element)
+            if stems and 2 * len(spellings) <= _MAX_TOKEN_SPELLINGS:
+                split = [{"LOWER": {"IN": stems}}, {"ORTH": "."}]
+                spellings = [s + [element] for s in spellings] + [s + split for s in spellings]
+            else:
+                spellings = [s + [element] for s in spellings]
+        return spellings
+
+    def _capital_stems(self, element: Any) -> List[str]:
+        """The lower-case stems of the dotted abbreviations an element without ``OP`` tests
+        ``LOWER`` for, whose capitalised spelling the tokenizer splits into stem and period
+        (some, "vd.a.", it splits in lower case as well, so the listed spelling alone never
+        matches)."""
+        if not isinstance(element, dict) or element.get("OP") is not None:
+            return []
+        lower = element.get("LOWER")
+        values = [lower] if isinstance(lower, str) else lower.get("IN") if isinstance(lower, dict) else None
+        stems: List[str] = []
+        for value in values if isinstance(values, list) else ():
+            if not (isinstance(value, str) and value.endswith(".") and value[:1].isalpha()):
+                continue
+            words = self._words(value[:1].upper() + value[1:])
+            if len(words) == 2 and words[1] == "." and words[0] not in stems:
+                stems.append(words[0])
+        return stems
 
     def _expand(self, pattern: List[Dict[str, Any]]) -> Optional[List[List[str]]]:
         """All word sequences of a LOWER/IN/? pattern, or None when it is not one."""
@@ -349,20 +386,28 @@ class CueMatcher:
         return merged
 
     def _regex_matches(self, doc: Doc, text: str, starts: Optional[List[int]] = None) -> List[Match]:
-        """Regex cues, widened to whole tokens (each regex only where its prefilter holds)."""
+        """Regex cues, widened to whole tokens (each regex only where its prefilter holds). A
+        regex with a group named ``cue`` matches what it needs around the cue (a lookbehind of
+        any width, which Python's ``re`` cannot write) and the cue is that group alone: "Mild
+        cardiomegaly(?P<cue>,)" ends a backward scope at the comma without covering the finding
+        (a cue over it would push aside every other cue there, the longest winning)."""
         found = []
         memo: Dict[Condition, bool] = {}
         lowered = text.lower() if fold_safe(text) else None
         for (match_id, regex), needs in zip(self.regex, self._regex_needs):
             if not all_hold(needs, text, lowered, memo):
                 continue
+            marked = CUE_GROUP in regex.groupindex
             for match in regex.finditer(text):
-                if match.end() <= match.start():
+                first, last = match.span(CUE_GROUP) if marked else match.span()
+                if first < 0:  # the marked part did not take part in this match: all of it is the cue
+                    first, last = match.span()
+                if last <= first:
                     continue
                 if starts is None:
                     starts = doc.to_array(IDX).tolist()
-                start = bisect_right(starts, match.start()) - 1
-                end = bisect_right(starts, match.end() - 1)
+                start = bisect_right(starts, first) - 1
+                end = bisect_right(starts, last - 1)
                 if start >= 0 and end > start:
                     found.append((match_id, start, end))
         return found

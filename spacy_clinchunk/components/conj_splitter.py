@@ -34,6 +34,7 @@ FACTORY = "clin_conj_splitter"
 OPENERS = "status_openers"
 _WORD = re.compile(r"\S+")
 _SPACES = re.compile(r"\s+")
+_SUSPENSION_HYPHENS = "-\u2010\u2011"  # hyphen-minus, hyphen, non-breaking hyphen
 
 
 @refiner_factory(FACTORY, min_words_before=2, min_words_after=1, keep_coordinated=False, split_before_status_openers=False)
@@ -106,6 +107,8 @@ class ConjSplitter(ChunkRefiner):
             split = match.start()
             if protected and _inside(protected, split):
                 continue
+            if _suspends_a_compound(text, start, split):
+                continue
             if bisect_left(starts, split) - bisect_left(starts, cursor) < self.min_words_before:
                 continue
             if len(starts) - bisect_left(starts, match.end()) < self.min_words_after:
@@ -127,6 +130,16 @@ class ConjSplitter(ChunkRefiner):
         if self.fixed_re is None:
             return []
         return [(m.start(), m.end()) for m in self.fixed_re.finditer(text, start, end)]
+
+
+def _suspends_a_compound(text: str, start: int, split: int) -> bool:
+    """The word before the conjunction is the first half of a compound whose second half comes
+    after it ("Ein- oder Durchschlafstörungen", "Aorten- u. Mitralklappe", "pre- or postoperative"):
+    one word, written in two, which a split would cut into a stray "Ein-"."""
+    end = split
+    while end > start and text[end - 1] in " \t":
+        end -= 1
+    return end - 2 >= start and text[end - 1] in _SUSPENSION_HYPHENS and text[end - 2].isalpha()
 
 
 def _normalized(phrase: str) -> str:
