@@ -1,4 +1,4 @@
-"""Round 25 of issue 40: kinds of wording written from clinical knowledge, each a general pattern in
+"""Rounds 25 and 26 of issue 40: kinds of wording written from clinical knowledge, each a general pattern in
 every language that has it, and the engine and chunking rules under them (a regex cue marked inside a
 wider match; dotted abbreviations in their capitalised spelling on spaCy's Matcher path; a capitalised
 abbreviation that opens a sentence does not close it; a suspended compound is not split at its
@@ -229,3 +229,69 @@ def test_a_suspended_compound_is_not_split_at_its_conjunction(german_chunks):
     assert held_by("en", "No pre- or postoperative complications.", "complications") == ["negated"]
     # a conjunction after a whole word still splits, "u." as "und" does
     assert german_chunks("Vereinzelte VES u. keine SVES.") == ["Vereinzelte VES", "keine SVES"]
+
+
+# -- round 26: what a denial must not take -------------------------------------------------------
+@pytest.mark.parametrize("lang,text,phrase,expected", [
+    # a verb in the singular after the comma: the denial is its own item's; the plural denies the list
+    ("de", "Druckschmerz im rechten Unterbauch, eine Abwehrspannung besteht nicht.", "Druckschmerz", "affirmed"),
+    ("de", "Druckschmerz im rechten Unterbauch, eine Abwehrspannung besteht nicht.", "Abwehrspannung", "negated"),
+    ("de", "Schwindel, eine Synkope trat nicht auf.", "Schwindel", "affirmed"),
+    ("de", "Fieber bis 39 °C, Schüttelfrost bestand nicht.", "Fieber", "affirmed"),
+    ("de", "Fieber, Schüttelfrost und Nachtschweiß bestanden nicht.", "Fieber", "negated"),
+    ("de", "Kein Fieber, Husten besteht seit 3 Tagen.", "Husten", "affirmed"),
+    # two denials affirm; a treatment that failed leaves the finding
+    ("de", "Ein nicht unerheblicher Pleuraerguss.", "Pleuraerguss", "affirmed"),
+    ("de", "Nicht selten Kopfschmerzen.", "Kopfschmerzen", "affirmed"),
+    ("de", "Das Fieber ließ sich nicht senken.", "Fieber", "affirmed"),
+    ("de", "Die Anämie konnte nicht ausgeglichen werden.", "Anämie", "affirmed"),
+    ("en", "No relief of her headache with Tylenol.", "headache", "affirmed"),
+    ("en", "The pain has not gone away.", "pain", "affirmed"),
+    ("en", "Bleeding was not controlled.", "Bleeding", "affirmed"),
+    # a word that names the kind of a finding after "non-" / "nicht"
+    ("en", "Nonproductive cough.", "cough", "affirmed"),
+    ("en", "Non-pitting edema of the legs.", "edema", "affirmed"),
+    ("de", "Nicht dislozierte Radiusfraktur.", "Radiusfraktur", "affirmed"),
+    ("de", "Nicht obstruierender Nierenstein links.", "Nierenstein", "affirmed"),
+    ("de", "Nicht insulinpflichtiger Diabetes mellitus.", "Diabetes mellitus", "affirmed"),
+    # what stays denied
+    ("de", "Lymphknoten nicht vergrößert.", "Lymphknoten", "negated"),
+    ("de", "Keine blutigen Stühle.", "Stühle", "negated"),
+    ("en", "No bloody stools.", "stools", "negated"),
+    # an exception ends the denial
+    ("en", "No findings besides a small nodule.", "small nodule", "affirmed"),
+    ("en", "No complaints other than mild headache.", "headache", "affirmed"),
+])
+def test_what_a_denial_must_not_take(lang, text, phrase, expected):
+    assert concept(lang, text, phrase) == expected
+
+
+@pytest.mark.parametrize("lang,text,exception", [
+    ("en", "Denies any symptoms except fatigue.", "fatigue"),
+    ("en", "No complaints other than mild headache.", "headache"),
+    ("de", "Keine Beschwerden außer leichter Müdigkeit.", "Müdigkeit"),
+    ("fr", "Pas de plainte sauf une fatigue.", "fatigue"),
+    ("es", "Sin molestias excepto cansancio.", "cansancio"),
+    ("nl", "Geen klachten behalve moeheid.", "moeheid"),
+])
+def test_an_exception_opens_a_chunk_of_its_own(lang, text, exception):
+    """The chunk view shows the exception as the concept view does: it was one chunk with the denial."""
+    assert held_by(lang, text, exception) == ["affirmed"]
+
+
+@pytest.mark.parametrize("lang,text,phrase,expected", [
+    # free of complaints or symptoms is a state (normal); free of a particular finding or disease denies it
+    ("de", "Beschwerdefrei entlassen.", "Beschwerdefrei", "normal"),
+    ("de", "In relativer Beschwerdefreiheit entlassen.", "Beschwerdefreiheit", "normal"),
+    ("en", "Symptom free since surgery.", "Symptom", "normal"),
+    ("nl", "Patiënt is klachtenvrij.", "klachtenvrij", "normal"),
+    ("de", "Die Patientin ist schmerzfrei.", "schmerzfrei", "negated"),
+    ("de", "Seit 2 Jahren anfallsfrei.", "anfallsfrei", "negated"),
+    ("de", "Resektionsränder tumorfrei.", "Resektionsränder", "negated"),
+    ("de", "Glaubhafte Alkoholabstinenz.", "Alkoholabstinenz", "negated"),
+    ("en", "She remained seizure-free for the following 72 hours.", "seizure", "negated"),
+    ("en", "Margins tumor-free.", "Margins", "negated"),
+    ("nl", "Snijranden tumorvrij.", "Snijranden", "negated"),
+])
+def test_free_of_a_symptom_is_normal_and_of_a_disease_denied(lang, text, phrase, expected):
+    assert concept(lang, text, phrase) == expected
