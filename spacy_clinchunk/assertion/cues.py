@@ -233,7 +233,7 @@ class CueMatcher:
         for element in pattern:
             stems = self._capital_stems(element)
             if stems and 2 * len(spellings) <= _MAX_TOKEN_SPELLINGS:
-                split = [{"LOWER": {"IN": stems}}, {"ORTH": "."}]
+                split = [_stem_element(element, stems), {"ORTH": "."}]
                 spellings = [s + [element] for s in spellings] + [s + split for s in spellings]
             else:
                 spellings = [s + [element] for s in spellings]
@@ -450,6 +450,17 @@ def _refines(new: int, old: int, order: Dict[int, Tuple[int, str]]) -> bool:
     """Whether rule ``new`` is of another category than ``old`` and listed after it."""
     (new_at, new_category), (old_at, old_category) = order.get(new, (0, "")), order.get(old, (0, ""))
     return new_category != old_category and new_at > old_at
+
+
+def _stem_element(element: Dict[str, Any], stems: List[str]) -> Dict[str, Any]:
+    """The element that matches the stems, keeping a ``TEXT`` exclusion of the original in the
+    split spelling too (the "Z.n." rule excludes "z.N.", at night: so does its "Z.n" + ".")."""
+    stem: Dict[str, Any] = {"LOWER": {"IN": stems}}
+    text = element.get("TEXT")
+    if isinstance(text, dict) and set(text) == {"NOT_IN"} and isinstance(text["NOT_IN"], list):
+        excluded = [v for v in text["NOT_IN"] if isinstance(v, str)]
+        stem["TEXT"] = {"NOT_IN": sorted({*excluded, *(v.rstrip(".") for v in excluded)})}
+    return stem
 
 
 def token_reach(pattern: Sequence[Any], strings: Any) -> Optional[List[Reach]]:

@@ -197,7 +197,9 @@ def test_token_pattern_spellings():
     pattern = [{"LOWER": {"IN": ["z.n.", "früher"]}, "TEXT": {"NOT_IN": ["z.N."]}}, {"LOWER": "wegen", "OP": "?"}]
     spellings = matcher._token_spellings(pattern)
     assert spellings[0] == pattern
-    assert spellings[1] == [{"LOWER": {"IN": ["z.n"]}}, {"ORTH": "."}, {"LOWER": "wegen", "OP": "?"}]
+    # the split spelling keeps the element's exclusion ("z.N.", at night, is no "Z.n.")
+    assert spellings[1] == [{"LOWER": {"IN": ["z.n"]}, "TEXT": {"NOT_IN": ["z.N", "z.N."]}}, {"ORTH": "."},
+                            {"LOWER": "wegen", "OP": "?"}]
     # an element with an operator, or without dotted values, is left as it is
     assert matcher._token_spellings([{"LOWER": {"IN": ["z.n."]}, "OP": "?"}]) == [[{"LOWER": {"IN": ["z.n."]}, "OP": "?"}]]
     assert matcher._token_spellings([{"LOWER": "kein"}, {"IS_DIGIT": True}]) == [[{"LOWER": "kein"}, {"IS_DIGIT": True}]]
@@ -295,3 +297,12 @@ def test_an_exception_opens_a_chunk_of_its_own(lang, text, exception):
 ])
 def test_free_of_a_symptom_is_normal_and_of_a_disease_denied(lang, text, phrase, expected):
     assert concept(lang, text, phrase) == expected
+
+
+def test_at_night_is_no_status_post_before_the_next_drug():
+    """spaCy splits "z.N." (zur Nacht) into "z." + "N.", which the spaced "Z. n." rule took for a status
+    post, and the next drug on the line read historical; the capital N tells them apart."""
+    text = "Zopiclon 7,5 mg z.N. Pantoprazol 40 mg morgens."
+    assert concept("de", text, "Pantoprazol") == "affirmed"
+    assert held_by("de", text, "Pantoprazol") == ["affirmed"]
+    assert concept("de", "Fieber. Z. n. Apoplex 2019.", "Apoplex") == "historical"
