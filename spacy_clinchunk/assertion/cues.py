@@ -19,18 +19,16 @@ from .lists import GOVERNS_LIST
 from .prefilter import Condition, Conditions, all_hold, anchors_hold, fold_safe, token_anchors
 from .regex_form import scan_form
 from .rules import PASSES, QUALIFIES_WORD, SPARES, ContextRulesError, RuleDict
+from .token_patterns import Reach, capital_spellings, token_reach, with_space_runs
 
 Match = Tuple[int, int, int]  # (match_id, start token, end token)
-Reach = Tuple["numpy.ndarray", int, int]  # (anchor LOWER hashes, elements before it, elements after it)
 
 _MAX_PHRASES = 4096  # a token pattern expanding to more phrases goes to spaCy's Matcher
 # A regex rule with this metadata flag cuts nothing inside a list that goes on to an alternative.
 SPARES_ALTERNATIVE_LISTS = "spares_alternative_lists"
 _LETTER_BEFORE, _LETTER_AFTER = r"(?<![^\W\d_])", r"(?![^\W\d_])"
 _LIST_REACH = 1500  # characters a list may run on to its alternative
-_SPACE_RUN = {"IS_SPACE": True, "OP": "*"}
 CUE_GROUP = "cue"  # in a regex rule, the group that is the cue (the rest: context it needs)
-_MAX_TOKEN_SPELLINGS = 4  # a token pattern and its capitalised abbreviation spellings, at most
 _WINDOWED_MIN_TOKENS = 400  # a shorter doc is searched whole: finding its windows costs as much
 
 
@@ -189,8 +187,8 @@ class CueMatcher:
                 pattern = [head, *pattern[1:]]
         phrases = self._expand(pattern)
         if phrases is None:
-            for spelling in self._token_spellings(pattern):
-                self.tokens.add(key, [_with_space_runs(spelling)])
+            for spelling in capital_spellings(pattern, self._words):
+                self.tokens.add(key, [with_space_runs(spelling)])
                 self._token_anchors.append(token_anchors(spelling, self.vocab.strings))
                 self._token_reach.append(token_reach(spelling, self.vocab.strings))
             self._has["tokens"] = True
@@ -222,40 +220,6 @@ class CueMatcher:
             if capital and capital not in found:
                 found.append(capital)
         return found
-
-    def _token_spellings(self, pattern: List[Any]) -> List[List[Any]]:
-        """A token pattern for spaCy's Matcher, and, where an element that every match uses
-        (no ``OP``) lists dotted abbreviations, the pattern with that element in the spelling the
-        tokenizer gives them capitalised: "Vd.a." and "Zn." at a sentence start are split into
-        "Vd.a" + "." (the tokenizer's exceptions are written in lower case), so the element
-        becomes the stem and a period. The phrase path does the same in :meth:`_spellings`."""
-        spellings: List[List[Any]] = [[]]
-        for element in pattern:
-            stems = self._capital_stems(element)
-            if stems and 2 * len(spellings) <= _MAX_TOKEN_SPELLINGS:
-                split = [_stem_element(element, stems), {"ORTH": "."}]
-                spellings = [s + [element] for s in spellings] + [s + split for s in spellings]
-            else:
-                spellings = [s + [element] for s in spellings]
-        return spellings
-
-    def _capital_stems(self, element: Any) -> List[str]:
-        """The lower-case stems of the dotted abbreviations an element without ``OP`` tests
-        ``LOWER`` for, whose capitalised spelling the tokenizer splits into stem and period
-        (some, "vd.a.", it splits in lower case as well, so the listed spelling alone never
-        matches)."""
-        if not isinstance(element, dict) or element.get("OP") is not None:
-            return []
-        lower = element.get("LOWER")
-        values = [lower] if isinstance(lower, str) else lower.get("IN") if isinstance(lower, dict) else None
-        stems: List[str] = []
-        for value in values if isinstance(values, list) else ():
-            if not (isinstance(value, str) and value.endswith(".") and value[:1].isalpha()):
-                continue
-            words = self._words(value[:1].upper() + value[1:])
-            if len(words) == 2 and words[1] == "." and words[0] not in stems:
-                stems.append(words[0])
-        return stems
 
     def _expand(self, pattern: List[Dict[str, Any]]) -> Optional[List[List[str]]]:
         """All word sequences of a LOWER/IN/? pattern, or None when it is not one."""
@@ -450,44 +414,3 @@ def _refines(new: int, old: int, order: Dict[int, Tuple[int, str]]) -> bool:
     """Whether rule ``new`` is of another category than ``old`` and listed after it."""
     (new_at, new_category), (old_at, old_category) = order.get(new, (0, "")), order.get(old, (0, ""))
     return new_category != old_category and new_at > old_at
-
-
-def _stem_element(element: Dict[str, Any], stems: List[str]) -> Dict[str, Any]:
-    """The element that matches the stems, keeping a ``TEXT`` exclusion of the original in the
-    split spelling too (the "Z.n." rule excludes "z.N.", at night: so does its "Z.n" + ".")."""
-    stem: Dict[str, Any] = {"LOWER": {"IN": stems}}
-    text = element.get("TEXT")
-    if isinstance(text, dict) and set(text) == {"NOT_IN"} and isinstance(text["NOT_IN"], list):
-        excluded = [v for v in text["NOT_IN"] if isinstance(v, str)]
-        stem["TEXT"] = {"NOT_IN": sorted({*excluded, *(v.rstrip(".") for v in excluded)})}
-    return stem
-
-
-def token_reach(pattern: Sequence[Any], strings: Any) -> Optional[List[Reach]]:
-    """For each element that every match uses once (no ``OP``) and that tests ``LOWER`` by
-    words without whitespace: its hashes and how many elements lie before and after it. Every
-    element takes at most one token (``OP`` of None, ``?`` or ``!``), so a match lies within
-    that many tokens (whitespace aside) of a token with one of those hashes. None when an
-    element may take more (``*``, ``+``, ``{n,m}``) or no element anchors a match."""
-    if not pattern or any(not isinstance(e, dict) or e.get("OP") not in (None, "?", "!") for e in pattern):
-        return None
-    reach: List[Reach] = []
-    for position, element in enumerate(pattern):
-        if element.get("OP") is not None:
-            continue
-        lower = element.get("LOWER")
-        values = [lower] if isinstance(lower, str) else lower.get("IN") if isinstance(lower, dict) and set(lower) == {"IN"} else None
-        if not isinstance(values, list) or not values or not all(isinstance(v, str) and v and not any(c.isspace() for c in v) for v in values):
-            continue
-        hashes = numpy.array(sorted({strings.add(v) for v in values}), dtype=numpy.uint64)
-        reach.append((hashes, position, len(pattern) - 1 - position))
-    return reach or None
-
-
-def _with_space_runs(pattern: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    tolerant: List[Dict[str, Any]] = []
-    for i, element in enumerate(pattern):
-        if i:
-            tolerant.append(dict(_SPACE_RUN))
-        tolerant.append(element)
-    return tolerant

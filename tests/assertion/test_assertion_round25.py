@@ -192,17 +192,18 @@ def test_german_abbreviations_in_every_spelling(text, phrase, expected):
 
 def test_token_pattern_spellings():
     from spacy_clinchunk.assertion.cues import CueMatcher
+    from spacy_clinchunk.assertion.token_patterns import capital_spellings
 
-    matcher = CueMatcher(spacy.blank("de"))
+    words = CueMatcher(spacy.blank("de"))._words
     pattern = [{"LOWER": {"IN": ["z.n.", "früher"]}, "TEXT": {"NOT_IN": ["z.N."]}}, {"LOWER": "wegen", "OP": "?"}]
-    spellings = matcher._token_spellings(pattern)
+    spellings = capital_spellings(pattern, words)
     assert spellings[0] == pattern
     # the split spelling keeps the element's exclusion ("z.N.", at night, is no "Z.n.")
     assert spellings[1] == [{"LOWER": {"IN": ["z.n"]}, "TEXT": {"NOT_IN": ["z.N", "z.N."]}}, {"ORTH": "."},
                             {"LOWER": "wegen", "OP": "?"}]
     # an element with an operator, or without dotted values, is left as it is
-    assert matcher._token_spellings([{"LOWER": {"IN": ["z.n."]}, "OP": "?"}]) == [[{"LOWER": {"IN": ["z.n."]}, "OP": "?"}]]
-    assert matcher._token_spellings([{"LOWER": "kein"}, {"IS_DIGIT": True}]) == [[{"LOWER": "kein"}, {"IS_DIGIT": True}]]
+    assert capital_spellings([{"LOWER": {"IN": ["z.n."]}, "OP": "?"}], words) == [[{"LOWER": {"IN": ["z.n."]}, "OP": "?"}]]
+    assert capital_spellings([{"LOWER": "kein"}, {"IS_DIGIT": True}], words) == [[{"LOWER": "kein"}, {"IS_DIGIT": True}]]
 
 
 @pytest.fixture(scope="module")
