@@ -18,8 +18,8 @@ from ..logs import quiet_medspacy_loguru
 from .lists import GOVERNS_LIST
 from .prefilter import Condition, Conditions, all_hold, anchors_hold, fold_safe, token_anchors
 from .regex_form import scan_form
-from .rules import PASSES, QUALIFIES_WORD, SPARES, ContextRulesError, RuleDict
-from .token_patterns import Reach, capital_spellings, token_reach, with_space_runs
+from .rules import AFTER_CUE_ONLY, PASSES, QUALIFIES_WORD, SPARES, ContextRulesError, RuleDict
+from .token_patterns import Reach, capital_spellings, capitalised_words, token_reach, with_space_runs
 
 Match = Tuple[int, int, int]  # (match_id, start token, end token)
 
@@ -104,13 +104,13 @@ def compile_rules(
 
 
 # rule-metadata switches read at match time, checked when the rules compile, by the kind of value they take
-_BOOLEAN_SWITCHES = (GOVERNS_LIST, QUALIFIES_WORD)
+_BOOLEAN_SWITCHES = (GOVERNS_LIST, QUALIFIES_WORD, AFTER_CUE_ONLY)
 _LIST_SWITCHES = (SPARES, PASSES)
 
 
 def _check_switches(metadata: Any) -> None:
-    """A one-line error for a switch of the wrong kind: ``governs_list`` and ``qualifies_word`` are
-    true or false, ``spares`` (categories) and ``passes`` (terminator literals) are lists of strings.
+    """A one-line error for a switch of the wrong kind: ``governs_list``, ``qualifies_word`` and
+    ``after_cue_only`` are true or false, ``spares`` (categories) and ``passes`` (terminator literals) are lists of strings.
     Caught here, a typo in a rules file names its rule instead of silently reading nothing."""
     if not isinstance(metadata, dict):
         return
@@ -212,13 +212,9 @@ class CueMatcher:
         found = [words]
         if len(words) > 1 and not any(c.isspace() for c in value):
             found.append([value])
-        if value.endswith(".") and value[:1].isalpha():
-            # an abbreviation opening a sentence: the tokenizer keeps "evtl." whole but splits "Evtl."
-            # into "Evtl" + "." (its exceptions are written in lower case), so "Evtl. beginnende Pneumonie"
-            # is matched in that spelling too
-            capital = self._words(value[:1].upper() + value[1:])
-            if capital and capital not in found:
-                found.append(capital)
+        capital = capitalised_words(value, self._words)  # "Evtl. beginnende Pneumonie"
+        if capital and capital not in found:
+            found.append(capital)
         return found
 
     def _expand(self, pattern: List[Dict[str, Any]]) -> Optional[List[List[str]]]:

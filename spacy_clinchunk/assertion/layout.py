@@ -37,6 +37,11 @@ _LINE_LABEL = re.compile(
     r"(?:[ \t]*\([^()\n:]{0,40}\))?[ \t]*:(?=\s|[^\W_])",
     re.MULTILINE,
 )
+# a label inside a line, after the end of a sentence ("Familienanamnese: leer. Sozialanamnese: Raucher",
+# "Allergies: none. Medications: aspirin"): a header when the section table knows it, see _find_headers
+_INLINE_LABEL = re.compile(
+    r"(?:(?<=[.!?;][ \t])|(?<=[.!?;],)|(?<=[.!?;][ \t]{2}))[^\W\d_][^\s:.;,]*(?:[ \t]+[^\s:.;,]+){0,3}[ \t]*:(?=\s|[^\W_])"
+)
 # a title on its own line, without a colon: a report's ("Endoskopischer Befund vom 29.01.2039") or an
 # examination's ("CT Abdomen und kl. Becken"); taken where the section table has heads (German), see _title_lines
 _TITLE_LINE = re.compile(
@@ -327,6 +332,9 @@ def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
                 label_end -= 1
             if label_end > head:
                 found.append((head, label_end, match.end()))
+    if ":" in text:  # where a label already ends at the colon, it is the whole label ("Körperl. Untersuchung:")
+        colons = {body for _, _, body in found}
+        found.extend(label for label in _inline_labels(text, table) if label[2] not in colons)
     found.extend(_title_lines(text, table))
     # of labels ending at the same colon, the shortest: "No fever IMPRESSION:" -> "IMPRESSION"
     shortest: Dict[int, Tuple[int, int, int]] = {}
@@ -339,6 +347,22 @@ def _find_headers(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
             continue
         kept.append(header)
     return kept
+
+
+def _inline_labels(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:
+    """Known section labels inside a line, after the end of a sentence: a letter or an export
+    that runs its sections on in one line ("Familienanamnese: leer. Sozialanamnese: Raucher").
+    Only a label the section table lists counts there, not one it would guess from a head word
+    ("Dortige Diagnose: ..." in a narrative): an unknown one after a sentence ("Er berichtet.
+    Schmerzen: stark") is a form label of the section it stands in."""
+    found = []
+    for match in _INLINE_LABEL.finditer(text):
+        label_end = match.end() - 1
+        while label_end > match.start() and text[label_end - 1].isspace():
+            label_end -= 1
+        if table.lookup_listed(text[match.start():label_end])[0] is not None:
+            found.append((match.start(), label_end, match.end()))
+    return found
 
 
 def _title_lines(text: str, table: SectionTable) -> List[Tuple[int, int, int]]:

@@ -60,10 +60,12 @@ RULE_KEYS = {
 
 # rule-metadata switches read at match time (besides ``governs_list``, see :mod:`.lists`): on a
 # TERMINATE rule, the categories whose scopes it leaves uncut; on a cue, the literals of the
-# terminators its scope passes; a cue that speaks only of the word it is glued to
+# terminators its scope passes; a cue that speaks only of the word it is glued to; a TERMINATE
+# rule that ends only what reads forward over it, never the backward reach of a cue after it
 SPARES = "spares"
 PASSES = "passes"
 QUALIFIES_WORD = "qualifies_word"
+AFTER_CUE_ONLY = "after_cue_only"
 
 
 def rule_metadata(rule: Any, key: str) -> Any:

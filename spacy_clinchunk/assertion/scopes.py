@@ -15,7 +15,7 @@ from ..spans import ITEM_LINE_MAX_CHARS
 from .cues import CueMatcher
 from .layout import DocLayout
 from .lists import GOVERNS_LIST, ListGrammar, ListWalk, separates
-from .rules import PASSES, SPARES, rule_metadata
+from .rules import AFTER_CUE_ONLY, PASSES, SPARES, rule_metadata
 
 # Scope limit (tokens) when the doc has no sentence boundaries and max_scope is null.
 UNSEGMENTED_MAX_SCOPE = 30
@@ -257,10 +257,15 @@ def _spared(modifier: Any, other: Any) -> bool:
     infection, elevated pressure"), or the modifier's rule passes it (``metadata.passes``, literals
     of terminators: a list of risks dictated with semicolons, "risks to include bleeding requiring
     transfusion; infection; sepsis", while "salbutamol zo nodig; vandaag piepende ademhaling" ends
-    the "as needed" at the semicolon). A terminator before the cue is never spared: "Nodule du sein
-    droit, biopsie programmée" keeps the plan's backward reach off the nodule."""
-    if other.direction.upper() != "TERMINATE" or other.modifier_span[0] < modifier.modifier_span[1]:
-        return False  # only what follows the cue: a terminator before it still bounds its backward reach
+    the "as needed" at the semicolon). A terminator before the cue is spared only when its rule ends
+    what reads forward alone (``metadata.after_cue_only``: German "bei" inside a sentence ends "Keine
+    Ödeme bei Herzinsuffizienz", not "Übelkeit wurde bei der Visite nicht angegeben"); any other still
+    bounds the cue's backward reach ("Nodule du sein droit, biopsie programmée" keeps the plan off
+    the nodule)."""
+    if other.direction.upper() != "TERMINATE":
+        return False
+    if other.modifier_span[0] < modifier.modifier_span[1]:
+        return rule_metadata(other.rule, AFTER_CUE_ONLY) is True
     # both are lists of strings or absent: compile_rules checks them
     spares, passes = rule_metadata(other.rule, SPARES) or (), rule_metadata(modifier.rule, PASSES) or ()
     return modifier.category.upper() in spares or other.rule.literal in passes

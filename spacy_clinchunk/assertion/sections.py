@@ -119,13 +119,21 @@ class SectionTable:
 
     def lookup(self, label: str) -> Tuple[Optional[str], Optional[str]]:
         """(section name, status) of a header label; (None, None) when unknown."""
+        listed = self.lookup_listed(label)
+        if listed[0] is not None:
+            return listed
+        return self._lookup_head(label) if self.by_head else (None, None)
+
+    def lookup_listed(self, label: str) -> Tuple[Optional[str], Optional[str]]:
+        """(section name, status) of a label the table lists, alone or qualified after it ("past
+        medical history (reviewed)"); no guess from its head word ("Dortige Diagnose" names none)."""
         key = normalize_header(label)
         if key in self.by_header:
             return self.by_header[key]
         for known, value in self.by_header.items():  # "past medical history (reviewed)"
             if key.startswith(known) and not key[len(known)].isalnum():
                 return value
-        return self._lookup_head(label) if self.by_head else (None, None)
+        return None, None
 
     def _lookup_head(self, label: str) -> Tuple[Optional[str], Optional[str]]:
         """(section name, status) from the head of a label's first noun phrase: its last word, or

@@ -24,8 +24,8 @@ MAX_SPELLINGS = 4  # a token pattern and its capitalised abbreviation spellings,
 def capital_spellings(pattern: List[Any], words: Callable[[str], List[str]]) -> List[List[Any]]:
     """``pattern``, and, where an element that every match uses (no ``OP``) lists dotted
     abbreviations, the pattern with that element in the spelling the tokenizer gives them
-    capitalised: the stem, then a period. ``words``: the tokenizer's lower-case words of a text.
-    The phrase path does the same for its words (``CueMatcher._spellings``)."""
+    capitalised: the stem, then a period (:func:`capitalised_words`). ``words``: the tokenizer's
+    lower-case words of a text."""
     spellings: List[List[Any]] = [[]]
     for element in pattern:
         stems = _capital_stems(element, words)
@@ -47,12 +47,21 @@ def _capital_stems(element: Any, words: Callable[[str], List[str]]) -> List[str]
     values = [lower] if isinstance(lower, str) else lower.get("IN") if isinstance(lower, dict) else None
     stems: List[str] = []
     for value in values if isinstance(values, list) else ():
-        if not (isinstance(value, str) and value.endswith(".") and value[:1].isalpha()):
-            continue
-        split = words(value[:1].upper() + value[1:])
-        if len(split) == 2 and split[1] == "." and split[0] not in stems:
+        split = capitalised_words(value, words) if isinstance(value, str) else None
+        if split is not None and len(split) == 2 and split[1] == "." and split[0] not in stems:
             stems.append(split[0])
     return stems
+
+
+def capitalised_words(value: str, words: Callable[[str], List[str]]) -> Optional[List[str]]:
+    """The tokenizer's words for a dotted abbreviation written capitalised, as at the start of
+    a sentence (spaCy keeps "evtl." whole but splits "Evtl." into "Evtl" + ".", its exceptions
+    being written in lower case); None for a value that is no dotted abbreviation. Both match
+    paths read it: the phrase path (``CueMatcher._spellings``) and the token path
+    (:func:`capital_spellings`)."""
+    if not (value.endswith(".") and value[:1].isalpha()):
+        return None
+    return words(value[:1].upper() + value[1:])
 
 
 def _stem_element(element: Dict[str, Any], stems: List[str]) -> Dict[str, Any]:

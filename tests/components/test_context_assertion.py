@@ -460,6 +460,7 @@ def test_a_terminator_spares_categories_and_a_cue_passes_terminators(tmp_path, s
     ({"passes": ";"}, "metadata.passes must be a list of strings"),
     ({"passes": [1]}, "metadata.passes must be a list of strings"),
     ({"qualifies_word": "yes"}, "metadata.qualifies_word must be true or false"),
+    ({"after_cue_only": 1}, "metadata.after_cue_only must be true or false"),
 ])
 def test_a_switch_of_the_wrong_kind_stops_the_rules_with_one_line(metadata, message):
     """A typo in a rules file names its rule when the rules compile, instead of silently reading
@@ -483,6 +484,27 @@ def test_a_spared_category_still_stops_at_a_terminator_before_its_cue(tmp_path):
     doc = nlp.make_doc("nodule , biopsy planned")
     doc.spans[KEY] = [doc[0:1], doc[2:3]]
     assert [s._.clin_assertion for s in nlp(doc).spans[KEY]] == ["affirmed", "hypothetical"]
+
+
+@pytest.mark.parametrize("after_cue_only,expected", [
+    (None, ["affirmed", "negated", "affirmed"]),
+    (True, ["affirmed", "negated", "negated"]),
+])
+def test_a_terminator_may_end_only_what_reads_forward_over_it(tmp_path, after_cue_only, expected):
+    """``metadata.after_cue_only``: the terminator ends a forward reach over it ("no edema at rest": the
+    circumstance after it is not denied) and leaves the backward reach of a cue after it ("nausea at
+    visit denied"), as German "bei" inside a sentence does (round 27)."""
+    at = {"literal": "at", "category": "TERMINATE", "direction": "TERMINATE", "pattern": [{"LOWER": "at"}]}
+    if after_cue_only is not None:
+        at["metadata"] = {"after_cue_only": after_cue_only}
+    nlp = _normal_word_pipeline(tmp_path, [
+        {"literal": "no", "category": "NEGATED_EXISTENCE", "direction": "FORWARD"},
+        {"literal": "denied", "category": "NEGATED_EXISTENCE", "direction": "BACKWARD"},
+        at,
+    ])
+    doc = nlp.make_doc("no edema at rest . nausea at visit denied")
+    doc.spans[KEY] = [doc[3:4], doc[1:2], doc[5:6]]
+    assert [s._.clin_assertion for s in nlp(doc).spans[KEY]] == expected
 
 
 @pytest.mark.parametrize(
