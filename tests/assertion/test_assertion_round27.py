@@ -1,6 +1,6 @@
-"""Round 27 of issue 40: what a denial must not take (a known finding, a circumstance, an item with its own
-grade or normal word), 'none of', and section labels inside a line. Regression sentences written from
-clinical knowledge, kept as data (``tests/data/assertion_round27.json``); the judge is the annotated
+"""Rounds 27 and 28 of issue 40: what a denial must not take (a known finding, a circumstance, an item with
+its own grade or normal word), 'none of', section labels inside a line; drugs ordered for a symptom, hedged
+causes. Regression sentences written from clinical knowledge, kept as data (``tests/data/assertion_round27.json``); the judge is the annotated
 real-note split (bench/real_notes.py)."""
 import pytest
 
