@@ -110,8 +110,9 @@ _LIST_SWITCHES = (SPARES, PASSES)
 
 def _check_switches(metadata: Any) -> None:
     """A one-line error for a switch of the wrong kind: ``governs_list``, ``qualifies_word`` and
-    ``after_cue_only`` are true or false, ``spares`` (categories) and ``passes`` (terminator literals) are lists of strings.
-    Caught here, a typo in a rules file names its rule instead of silently reading nothing."""
+    ``after_cue_only`` are true or false, ``spares`` (categories) and ``passes`` (terminator
+    literals) are lists of strings. Caught here, a typo in a rules file names its rule instead of
+    silently reading nothing."""
     if not isinstance(metadata, dict):
         return
     for key in _BOOLEAN_SWITCHES:
