@@ -136,6 +136,8 @@ class AssertionEngine:
             return False  # "HP-negative [gastritis]": the marker is negative, the finding after it is there
         if _names_the_finding(modifier) and not _comma_between(target.doc, target.start, m_start):
             return True  # "transferred to recovery in stable condition": the cue is the clause's finding
+        if _normal_by_itself(modifier) and m_end >= target.end and not _comma_between(target.doc, target.start, m_start):
+            return True  # "[Abdomen nontender]": the subject examined, found as the closing word says
         # cue inside the span: what of the span lies before the cue's reach must be light,
         # or a forward cue's scope runs to the span's end with no comma before the cue: the
         # span's last words, where a finding's head stands, are what it governs ("Evaluation
@@ -302,6 +304,13 @@ def _names_the_finding(modifier: Any) -> bool:
     finding, whatever words of the clause come before it."""
     inside = rule_metadata(modifier.rule, "inside_span")
     return inside is not None and inside == CATEGORY_LABELS.get(modifier.category)
+
+
+def _normal_by_itself(modifier: Any) -> bool:
+    """A self-negating exam word ("nontender", "afebrile": a denial whose ``metadata.inside_span`` is
+    ``normal``): closing a span after its subject with no comma between ("[Abdomen nontender]", "[The
+    abdomen is nontender]"), it reports the subject examined and found normal, whichever way it reads."""
+    return rule_metadata(modifier.rule, "inside_span") == "normal" and CATEGORY_LABELS.get(modifier.category) == "negated"
 
 
 def _qualifies_word(modifier: Any) -> bool:
