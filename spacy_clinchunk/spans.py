@@ -41,6 +41,15 @@ _SENTENCE_END = re.compile(r"[.!?;:][\"')\]]*[^\S\n]*$")
 _DOTTED_ABBREVIATION = re.compile(r"^(?:[^\W\d_]{1,2}\.){2,}$")  # b.i.d. A.B. z.B. p.o.
 _INITIAL = re.compile(r"^[^\W\d_]\.$")
 _LABEL_LINE = re.compile(r"[^\S\n]*[^\W\d_][^\W_]*(?:[^\S\n][^\W\d_][^\W_]*){0,3}:[^\S\n]+\S")
+# A line of a dated timeline ("04/2023 tumorfreier Sentinellymphknoten", "15.04.2029: Debridement", "2048
+# TIPS-Revision", "04/2020 - 08/2020 6 Zyklen"): a date, then a colon, a range dash or a capitalised word. A
+# date that goes on with a comma, a period or a lower-case word ("den\n05.08.2022 vorgesehen") wraps a sentence.
+_DATED_LINE = re.compile(
+    r"[^\S\n]*(?:\d{1,2}[./]){1,2}(?:\d{4}|\d{2})(?![\d./])(?:[^\S\n]*:|[^\S\n]+[-\u2013]|[^\S\n]+[A-Z\u00c0-\u00de])"
+    r"|[^\S\n]*(?:19|20)\d\d(?![\d./])(?:[^\S\n]*:|[^\S\n]+[-\u2013][^\S\n]|[^\S\n]+[A-Z\u00c0-\u00de])"
+)
+# a lower-case word ending the line before a date keeps the sentence going ("seit\n2019 Beschwerden")
+_ENDS_LOWER_WORD = re.compile(r"(?:^|[^\w-])[a-zß\u00e0-\u00ff][\w-]*$")
 _EDGE_PUNCT = "\"'`.,;:!?()[]{}<>«»“”‘’„-–—*•·/\\"
 
 
@@ -156,6 +165,8 @@ def is_hard_break(text: str, match_start: int, match_end: int) -> bool:
         return True
     if _LABEL_LINE.match(text, match_end):
         return True  # the next line is a form's field ("Diagnose: ...")
+    if _opens_dated_line(text, match_end, stripped):
+        return True
     if _continues_its_list(stripped):
         return False  # "Negativ sind h-Caldesmon, EMA," / "Hormonrezeptoren.": the list wraps, also
         # on a line a label opens ("Phänotyp: ... Negativ sind h-Caldesmon, EMA,")
@@ -165,6 +176,13 @@ def is_hard_break(text: str, match_start: int, match_end: int) -> bool:
     # ("Arterielle Hypertonie" / "V.a. KHK"); prose wraps at its full width, not short of it
     following = text[match_end:match_end + 1]
     return len(stripped) <= ITEM_LINE_MAX_CHARS and (following.isupper() or following.isdigit())
+
+
+def _opens_dated_line(text: str, at: int, prev_line: str) -> bool:
+    """The next line is a timeline's entry ("04/2023 tumorfreier Sentinellymphknoten") after a line
+    that does not stop on a lower-case word: a letter's history lists one event a line, and a line
+    that runs longer than a list item's must not carry the previous event's "tumorfrei" into it."""
+    return _DATED_LINE.match(text, at) is not None and not _ENDS_LOWER_WORD.search(prev_line)
 
 
 _LIST_JOINER_END = re.compile(r"(?:^|[\s,])(?:and|or|nor|und|oder|sowie|bzw\.?|y|o|ni|et|ou|en|of|noch)$", re.IGNORECASE)

@@ -298,19 +298,25 @@ def _pseudo_inside(modifier: Any, target: Span) -> Optional[str]:
     return inside if isinstance(inside, str) and inside in PRECEDENCE else None
 
 
+def _inside_and_own(modifier: Any) -> Tuple[Optional[str], Optional[str]]:
+    """What a cue says of the words inside it (``metadata.inside_span``, None when unset) and what it
+    says of the words it governs (its category's status): the three readings below compare the two."""
+    return rule_metadata(modifier.rule, "inside_span"), CATEGORY_LABELS.get(modifier.category)
+
+
 def _names_the_finding(modifier: Any) -> bool:
     """A cue that is a finding of its own status ("in stable condition", "in stabilem Zustand":
     ``metadata.inside_span`` equal to its category's status): a clause holding it reports that
     finding, whatever words of the clause come before it."""
-    inside = rule_metadata(modifier.rule, "inside_span")
-    return inside is not None and inside == CATEGORY_LABELS.get(modifier.category)
+    inside, own = _inside_and_own(modifier)
+    return inside is not None and inside == own
 
 
 def _normal_by_itself(modifier: Any) -> bool:
     """A self-negating exam word ("nontender", "afebrile": a denial whose ``metadata.inside_span`` is
     ``normal``): closing a span after its subject with no comma between ("[Abdomen nontender]", "[The
     abdomen is nontender]"), it reports the subject examined and found normal, whichever way it reads."""
-    return rule_metadata(modifier.rule, "inside_span") == "normal" and CATEGORY_LABELS.get(modifier.category) == "negated"
+    return _inside_and_own(modifier) == ("normal", "negated")
 
 
 def _qualifies_word(modifier: Any) -> bool:
@@ -325,8 +331,8 @@ def _denies_inside(modifier: Any) -> bool:
     sin hallazgos agudos", "no acute intracranial abnormality": the scan normal, the findings absent;
     ``metadata.inside_span`` ``negated`` unlike its category's status). A span it closes holds both,
     so closing it decides nothing; the cue's own scope still does."""
-    inside = rule_metadata(modifier.rule, "inside_span")
-    return inside == "negated" and CATEGORY_LABELS.get(modifier.category) != "negated"
+    inside, own = _inside_and_own(modifier)
+    return inside == "negated" and own != "negated"
 
 
 def _cancels_section(modifier: Any) -> Tuple[str, ...]:

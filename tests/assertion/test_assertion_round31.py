@@ -1,0 +1,30 @@
+"""Rounds 31 and 32 of issue 40: German results and complaints written negative, risks and questions
+still open, what cannot be excluded, functions, studies and states said normal, what used to be.
+Regression sentences written from clinical knowledge, kept as data (``tests/data/assertion_round31.json``,
+``tests/data/assertion_round32.json``); the judge is the annotated real-note split (bench/real_notes.py)."""
+import pytest
+
+from assertion_helpers import case_groups, check, chunk_statuses_of as held_by
+
+GROUPS31, CASES31 = case_groups("assertion_round31")
+GROUPS32, CASES32 = case_groups("assertion_round32")
+GROUPS, CASES = {**GROUPS31, **GROUPS32}, CASES31 + CASES32
+
+
+@pytest.mark.parametrize("lang,text,concept,expected", CASES)
+def test_round31_and_32_patterns(lang, text, concept, expected):
+    check(lang, text, concept, expected)
+
+
+def test_every_group_says_why_and_has_cases():
+    assert all(data["why"] and len(data["cases"]) >= 3 for data in GROUPS.values())
+
+
+@pytest.mark.parametrize("lang,text,word,status", [
+    ("de", "Urin-Stix: Leuko neg., Nitrit neg.", "Nitrit", "normal"),
+    ("de", "Fieber neg., Nachtschweiß neg.", "Nachtschweiß", "negated"),
+    ("en", "The patient tolerated the procedure and anesthesia well.", "anesthesia", "normal"),
+    ("en", "Cannot entirely exclude a small fracture.", "fracture", "uncertain"),
+])
+def test_the_chunk_shows_the_same_status(lang, text, word, status):
+    assert held_by(lang, text, word) == [status]
