@@ -18,7 +18,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-test run test test-matrix test-transformers bench bench-all span-finder-model concept-spans concept-spans-half concept-spans-cv clean check-python
+.PHONY: install install-test install-matrix install-transformers run test test-matrix test-transformers bench bench-all span-finder-model concept-spans concept-spans-half concept-spans-cv clean check-python
 
 check-python:
 	@test -n "$(PYTHON_BIN)" || { echo "error: no interpreter '$(PYTHON)' (PATH or pyenv)"; exit 1; }
@@ -57,6 +57,11 @@ $(TRF_VENV)/.installed: setup.cfg pyproject.toml $(TRF_CONSTRAINTS) | check-pyth
 	$(TRF_VENV)/bin/pip install -q torch==2.13.0 -c $(TRF_CONSTRAINTS)
 	$(TRF_VENV)/bin/pip install -q -c $(TRF_CONSTRAINTS) -e ".[embed,transformers,test]"
 	touch $@
+
+# the venvs of `test-matrix` and `test-transformers` alone (.ci/run installs every venv first)
+install-matrix: $(VENV)/.installed-matrix
+
+install-transformers: $(TRF_VENV)/.installed
 
 install: $(VENV)/.installed-run
 

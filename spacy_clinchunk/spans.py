@@ -44,9 +44,10 @@ _LABEL_LINE = re.compile(r"[^\S\n]*[^\W\d_][^\W_]*(?:[^\S\n][^\W\d_][^\W_]*){0,3
 # A line of a dated timeline ("04/2023 tumorfreier Sentinellymphknoten", "15.04.2029: Debridement", "2048
 # TIPS-Revision", "04/2020 - 08/2020 6 Zyklen"): a date, then a colon, a range dash or a capitalised word. A
 # date that goes on with a comma, a period or a lower-case word ("den\n05.08.2022 vorgesehen") wraps a sentence.
+# A bare year's range dash needs a space after it ("2019 - 2021"), a full date's does not ("04/2020 -08/2020").
 _DATED_LINE = re.compile(
-    r"[^\S\n]*(?:\d{1,2}[./]){1,2}(?:\d{4}|\d{2})(?![\d./])(?:[^\S\n]*:|[^\S\n]+[-\u2013]|[^\S\n]+[A-Z\u00c0-\u00de])"
-    r"|[^\S\n]*(?:19|20)\d\d(?![\d./])(?:[^\S\n]*:|[^\S\n]+[-\u2013][^\S\n]|[^\S\n]+[A-Z\u00c0-\u00de])"
+    r"[^\S\n]*(?:(?P<full_date>(?:\d{1,2}[./]){1,2}(?:\d{4}|\d{2}))|(?:19|20)\d\d)(?![\d./])"
+    r"(?:[^\S\n]*:|[^\S\n]+[-\u2013](?(full_date)|[^\S\n])|[^\S\n]+[A-Z\u00c0-\u00de])"
 )
 # a lower-case word ending the line before a date keeps the sentence going ("seit\n2019 Beschwerden")
 _ENDS_LOWER_WORD = re.compile(r"(?:^|[^\w-])[a-zß\u00e0-\u00ff][\w-]*$")
