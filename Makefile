@@ -58,7 +58,7 @@ $(TRF_VENV)/.installed: setup.cfg pyproject.toml $(TRF_CONSTRAINTS) | check-pyth
 	$(TRF_VENV)/bin/pip install -q -c $(TRF_CONSTRAINTS) -e ".[embed,transformers,test]"
 	touch $@
 
-# the venvs of `test-matrix` and `test-transformers` alone (.ci/run installs every venv first)
+# the venvs of `test-matrix` and `test-transformers` alone (.ci/run installs each just before its tests)
 install-matrix: $(VENV)/.installed-matrix
 
 install-transformers: $(TRF_VENV)/.installed

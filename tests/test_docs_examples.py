@@ -103,15 +103,31 @@ def _param(example: Example):
     return pytest.param(example, id=example.id, marks=marks)
 
 
+@pytest.fixture(scope="session")
+def distilled_models() -> Path:
+    """The folder of distilled static models in the user's cache, which the ``static_embedder``
+    fixture fills: an example that embeds with ``static`` in a cache of its own would distil
+    MiniLM again (half a minute)."""
+    from spacy_clinchunk.fileio import cache_root
+
+    folder = cache_root() / "static"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
 @pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    """A scratch checkout: configs/ and resources/ resolve as in the repository."""
+def workdir(tmp_path, monkeypatch, distilled_models):
+    """A scratch checkout: configs/ and resources/ resolve as in the repository. Its cache is
+    its own (LLM answers, manifests), apart from the distilled static models."""
     work = tmp_path / "work"
     work.mkdir()
     for name in ("configs", "resources", "scripts", "bench"):
         (work / name).symlink_to(ROOT / name, target_is_directory=True)
     monkeypatch.chdir(work)
-    monkeypatch.setenv("SPACY_CLINCHUNK_CACHE", str(tmp_path / "cache"))
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    (cache / "static").symlink_to(distilled_models, target_is_directory=True)
+    monkeypatch.setenv("SPACY_CLINCHUNK_CACHE", str(cache))
     return work
 
 

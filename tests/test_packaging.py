@@ -1,6 +1,7 @@
 """Packaging: entry points match what the code registers, cheap import, wheel ships resources."""
 import configparser
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -75,10 +76,15 @@ def test_blank_pipeline_does_not_import_heavy_libraries():
 
 @pytest.mark.slow
 def test_wheel_ships_resources_and_runs_outside_the_source_tree(tmp_path):
-    """Build the wheel, install it into a fresh venv, run a component from another folder."""
+    """Build the wheel, install it into a fresh venv, run a component from another folder.
+    It builds from a copy of the tree: a build writes its egg-info and build/ folder where it
+    builds, and another test process (.ci/run runs two) reads the tree's entry points meanwhile."""
     dist = tmp_path / "dist"
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "build", "dist", "site", "*.egg-info", "__pycache__", ".hypothesis", ".*_cache"))
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(source)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,18 +1,22 @@
-"""Rounds 31 and 32 of issue 40: German results and complaints written negative, risks and questions
-still open, what cannot be excluded, functions, studies and states said normal, what used to be.
-Regression sentences written from clinical knowledge, kept as data (``tests/data/assertion_round31.json``,
-``tests/data/assertion_round32.json``); the judge is the annotated real-note split (bench/real_notes.py)."""
+"""Rounds 31 to 34 of issue 40: German results and complaints written negative, risks and questions
+still open, what cannot be excluded, functions, studies and states said normal, what used to be (31, 32);
+scopes that end where a new clause starts in five languages, German post-negation after a report verb,
+German 'z.A.' (33, 34). Regression sentences written from clinical knowledge, kept as data
+(``tests/data/assertion_round3[1-4].json``); the judge is the annotated real-note split (bench/real_notes.py)."""
 import pytest
 
 from assertion_helpers import case_groups, check, chunk_statuses_of as held_by
 
 GROUPS31, CASES31 = case_groups("assertion_round31")
 GROUPS32, CASES32 = case_groups("assertion_round32")
-GROUPS, CASES = {**GROUPS31, **GROUPS32}, CASES31 + CASES32
+GROUPS33, CASES33 = case_groups("assertion_round33")
+GROUPS34, CASES34 = case_groups("assertion_round34")
+GROUPS = {**GROUPS31, **GROUPS32, **GROUPS33, **GROUPS34}
+CASES = CASES31 + CASES32 + CASES33 + CASES34
 
 
 @pytest.mark.parametrize("lang,text,concept,expected", CASES)
-def test_round31_and_32_patterns(lang, text, concept, expected):
+def test_round31_to_34_patterns(lang, text, concept, expected):
     check(lang, text, concept, expected)
 
 
@@ -25,6 +29,10 @@ def test_every_group_says_why_and_has_cases():
     ("de", "Fieber neg., Nachtschweiß neg.", "Nachtschweiß", "negated"),
     ("en", "The patient tolerated the procedure and anesthesia well.", "anesthesia", "normal"),
     ("en", "Cannot entirely exclude a small fracture.", "fracture", "uncertain"),
+    ("en", "Negative for malignancy, showing chronic inflammation.", "inflammation", "affirmed"),
+    ("fr", "Sans signe de fracture, on note un hématome étendu de la cuisse.", "hématome", "affirmed"),
+    ("es", "Sin evidencia de fractura, se observa un hematoma extenso en el muslo.", "hematoma", "affirmed"),
+    ("en", "Without fever, the patient presented with abdominal pain.", "abdominal", "affirmed"),
 ])
 def test_the_chunk_shows_the_same_status(lang, text, word, status):
     assert held_by(lang, text, word) == [status]
