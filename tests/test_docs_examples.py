@@ -30,6 +30,8 @@ import srsly
 
 from conftest import ROOT
 
+from spacy_clinchunk.embed.embedders import distilled_models_folder
+
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 FENCE = re.compile(r"^```\s*([\w-]*)\s*$")
@@ -108,9 +110,7 @@ def distilled_models() -> Path:
     """The folder of distilled static models in the user's cache, which the ``static_embedder``
     fixture fills: an example that embeds with ``static`` in a cache of its own would distil
     MiniLM again (half a minute)."""
-    from spacy_clinchunk.fileio import cache_root
-
-    folder = cache_root() / "static"
+    folder = distilled_models_folder()
     folder.mkdir(mode=0o700, exist_ok=True)
     return folder
 
@@ -126,8 +126,8 @@ def workdir(tmp_path, monkeypatch, distilled_models):
     monkeypatch.chdir(work)
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
-    (cache / "static").symlink_to(distilled_models, target_is_directory=True)
     monkeypatch.setenv("SPACY_CLINCHUNK_CACHE", str(cache))
+    distilled_models_folder().symlink_to(distilled_models, target_is_directory=True)
     return work
 
 

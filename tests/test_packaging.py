@@ -1,7 +1,6 @@
 """Packaging: entry points match what the code registers, cheap import, wheel ships resources."""
 import configparser
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -81,8 +80,7 @@ def test_wheel_ships_resources_and_runs_outside_the_source_tree(tmp_path):
     builds, and another test process (.ci/run runs two) reads the tree's entry points meanwhile."""
     dist = tmp_path / "dist"
     source = tmp_path / "source"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv*", "build", "dist", "site", "*.egg-info", "__pycache__", ".hypothesis", ".*_cache"))
+    subprocess.run([str(ROOT / "scripts" / "copy-tree"), str(source)], check=True, timeout=120)
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(source)],
         capture_output=True,

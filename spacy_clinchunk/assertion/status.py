@@ -136,7 +136,9 @@ class AssertionEngine:
             return False  # "HP-negative [gastritis]": the marker is negative, the finding after it is there
         if _names_the_finding(modifier) and not _comma_between(target.doc, target.start, m_start):
             return True  # "transferred to recovery in stable condition": the cue is the clause's finding
-        if _normal_by_itself(modifier) and m_end >= target.end and not _comma_between(target.doc, target.start, m_start):
+        core_end = _before_closing_aside(target)
+        closes_core = m_end >= core_end and m_start < core_end  # the cue ends the span, or what precedes its aside
+        if _normal_by_itself(modifier) and closes_core and not _comma_between(target.doc, target.start, m_start):
             return True  # "[Abdomen nontender]": the subject examined, found as the closing word says
         # cue inside the span: what of the span lies before the cue's reach must be light,
         # or a forward cue's scope runs to the span's end with no comma before the cue: the
@@ -164,7 +166,7 @@ class AssertionEngine:
         # prophylaxis"): the mirror of a forward cue whose scope runs to the span's end
         closes_span = (
             modifier.direction != "FORWARD"
-            and m_end >= target.end
+            and closes_core
             and target.start < s_start < m_start
             and not self._joins(target.doc, s_start, m_start)
             and not _denies_inside(modifier)
@@ -388,6 +390,23 @@ def cue_of(doc: Doc, modifier: Any, layout: Optional[DocLayout] = None) -> Cue:
         "start_char": start_char,
         "end_char": end_char,
     }
+
+
+def _before_closing_aside(target: Span) -> int:
+    """Where ``target`` ends without the bracketed aside that closes it: "raucht nicht
+    (Nikotinabstinenz seit 2010)" is closed by its "nicht" as "raucht nicht" is; the aside
+    qualifies what stands before it. The span's own end when it closes with no bracket, or the
+    bracket opens it."""
+    doc, last = target.doc, target.end - 1
+    if doc[last].text != ")":
+        return target.end
+    for i in range(last - 1, target.start, -1):
+        text = doc[i].text
+        if text == ")":
+            return target.end  # nested or two groups: keep the whole span
+        if text == "(":
+            return i
+    return target.end
 
 
 def _in_compound(target: Span, start: int, end: int) -> bool:

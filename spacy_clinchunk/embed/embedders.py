@@ -339,7 +339,7 @@ class StaticEmbedder(Embedder):
         except Exception:  # pragma: no cover - model2vec missing is reported by _distill
             version = "unknown"
         slug = "".join(c if c.isalnum() else "-" for c in Path(self.distill_from).name.lower())[:40]
-        target = cache_root() / "static" / f"{slug}-pca{self.pca_dims}-m2v{version}-{fingerprint.hexdigest()[:12]}"
+        target = distilled_models_folder() / f"{slug}-pca{self.pca_dims}-m2v{version}-{fingerprint.hexdigest()[:12]}"
         if not (target / "model.safetensors").is_file():
             with _MODELS_LOCK:
                 if not (target / "model.safetensors").is_file():
@@ -384,6 +384,13 @@ class StaticEmbedder(Embedder):
     def use_saved(self, path: Path) -> None:
         self._path_override = str(Path(path).resolve())
         self._model = None
+
+
+def distilled_models_folder() -> Path:
+    """The cache folder that holds every static model distilled here, one subfolder per source,
+    size and model2vec version: distilling MiniLM takes half a minute, so whoever shares it
+    (the docs examples' scratch caches) links this folder rather than distilling again."""
+    return cache_root() / "static"
 
 
 def _load_static(path: str) -> Any:

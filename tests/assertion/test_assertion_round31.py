@@ -1,8 +1,10 @@
-"""Rounds 31 to 34 of issue 40: German results and complaints written negative, risks and questions
+"""Rounds 31 to 36 of issue 40: German results and complaints written negative, risks and questions
 still open, what cannot be excluded, functions, studies and states said normal, what used to be (31, 32);
 scopes that end where a new clause starts in five languages, German post-negation after a report verb,
-German 'z.A.' (33, 34). Regression sentences written from clinical knowledge, kept as data
-(``tests/data/assertion_round3[1-4].json``); the judge is the annotated real-note split (bench/real_notes.py)."""
+German 'z.A.' (33, 34); English 'neither ... nor', 'not diagnostic of' in five languages, hypotheses,
+risk lists, a new subject after 'and' (35); a bracketed aside that closes a chunk (36). Regression
+sentences written from clinical knowledge, kept as data (``tests/data/assertion_round3[1-5].json``); the
+judge is the annotated real-note split (bench/real_notes.py)."""
 import pytest
 
 from assertion_helpers import case_groups, check, chunk_statuses_of as held_by
@@ -11,12 +13,13 @@ GROUPS31, CASES31 = case_groups("assertion_round31")
 GROUPS32, CASES32 = case_groups("assertion_round32")
 GROUPS33, CASES33 = case_groups("assertion_round33")
 GROUPS34, CASES34 = case_groups("assertion_round34")
-GROUPS = {**GROUPS31, **GROUPS32, **GROUPS33, **GROUPS34}
-CASES = CASES31 + CASES32 + CASES33 + CASES34
+GROUPS35, CASES35 = case_groups("assertion_round35")
+GROUPS = {**GROUPS31, **GROUPS32, **GROUPS33, **GROUPS34, **GROUPS35}
+CASES = CASES31 + CASES32 + CASES33 + CASES34 + CASES35
 
 
 @pytest.mark.parametrize("lang,text,concept,expected", CASES)
-def test_round31_to_34_patterns(lang, text, concept, expected):
+def test_round31_to_35_patterns(lang, text, concept, expected):
     check(lang, text, concept, expected)
 
 
@@ -33,6 +36,12 @@ def test_every_group_says_why_and_has_cases():
     ("fr", "Sans signe de fracture, on note un hématome étendu de la cuisse.", "hématome", "affirmed"),
     ("es", "Sin evidencia de fractura, se observa un hematoma extenso en el muslo.", "hematoma", "affirmed"),
     ("en", "Without fever, the patient presented with abdominal pain.", "abdominal", "affirmed"),
+    ("en", "Neither hematuria nor dysuria.", "dysuria", "negated"),
+    ("en", "He has no fever and his lungs are clear.", "lungs", "normal"),
+    ("de", "Mögliche Nebenwirkungen sind Übelkeit und Haarausfall.", "Haarausfall", "hypothetical"),
+    ("en", "Abdomen nontender (limited by habitus).", "nontender", "normal"),
+    ("en", "Will start heparin for DVT prophylaxis (per protocol).", "DVT", "hypothetical"),
+    ("de", "Patient raucht nicht (Nikotinabstinenz seit 2010), trinkt keinen Alkohol.", "raucht", "negated"),
 ])
 def test_the_chunk_shows_the_same_status(lang, text, word, status):
     assert held_by(lang, text, word) == [status]

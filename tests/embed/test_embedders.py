@@ -14,6 +14,7 @@ from spacy_clinchunk.embed.embedders import (
     EmbedderError,
     SentenceTransformerEmbedder,
     StaticEmbedder,
+    distilled_models_folder,
     resolve_model,
     shared_model,
 )
@@ -76,7 +77,7 @@ def test_sentence_transformer_embedder_real_model():
 
 def test_static_embedder_is_cached_private_and_shared(static_embedder):
     path = static_embedder.distilled_path()
-    assert path.parent.parent == cache_root()
+    assert path.parent == distilled_models_folder() and path.parent.parent == cache_root()
     files = [p for p in path.rglob("*") if p.is_file()]
     assert files and all(stat.S_IMODE(os.stat(p).st_mode) == 0o600 for p in files)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
