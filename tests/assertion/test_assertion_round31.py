@@ -1,10 +1,11 @@
-"""Rounds 31 to 36 of issue 40: German results and complaints written negative, risks and questions
+"""Rounds 31 to 37 of issue 40: German results and complaints written negative, risks and questions
 still open, what cannot be excluded, functions, studies and states said normal, what used to be (31, 32);
 scopes that end where a new clause starts in five languages, German post-negation after a report verb,
 German 'z.A.' (33, 34); English 'neither ... nor', 'not diagnostic of' in five languages, hypotheses,
-risk lists, a new subject after 'and' (35); a bracketed aside that closes a chunk (36). Regression
-sentences written from clinical knowledge, kept as data (``tests/data/assertion_round3[1-5].json``); the
-judge is the annotated real-note split (bench/real_notes.py)."""
+risk lists, a new subject after 'and' (35); a bracketed aside that closes a chunk (36); instructions to
+watch for, working diagnoses, the potential for a harm (37). Regression sentences written from clinical
+knowledge, kept as data (``tests/data/assertion_round3[1-57].json``); the judge is the annotated real-note
+split (bench/real_notes.py)."""
 import pytest
 
 from assertion_helpers import case_groups, check, chunk_statuses_of as held_by
@@ -14,12 +15,13 @@ GROUPS32, CASES32 = case_groups("assertion_round32")
 GROUPS33, CASES33 = case_groups("assertion_round33")
 GROUPS34, CASES34 = case_groups("assertion_round34")
 GROUPS35, CASES35 = case_groups("assertion_round35")
-GROUPS = {**GROUPS31, **GROUPS32, **GROUPS33, **GROUPS34, **GROUPS35}
-CASES = CASES31 + CASES32 + CASES33 + CASES34 + CASES35
+GROUPS37, CASES37 = case_groups("assertion_round37")
+GROUPS = {**GROUPS31, **GROUPS32, **GROUPS33, **GROUPS34, **GROUPS35, **GROUPS37}
+CASES = CASES31 + CASES32 + CASES33 + CASES34 + CASES35 + CASES37
 
 
 @pytest.mark.parametrize("lang,text,concept,expected", CASES)
-def test_round31_to_35_patterns(lang, text, concept, expected):
+def test_round31_to_37_patterns(lang, text, concept, expected):
     check(lang, text, concept, expected)
 
 
