@@ -85,6 +85,7 @@ class AssertionEngine:
         seen = set()
         section = layout.section_at(target.start)
         section_name = section.name if section is not None else None
+        core_end = _before_closing_aside(target, layout)
         for u in range(first, last + 1):
             for modifier in per_unit[u].near(target.start, target.end):
                 if id(modifier) in seen:
@@ -99,7 +100,7 @@ class AssertionEngine:
                     continue
                 label, lifts = self._status_given(modifier, target), _cancels_section(modifier)
                 drops = _cancels(modifier)
-                if (label is None and not lifts and not drops) or not self._governs(modifier, target):
+                if (label is None and not lifts and not drops) or not self._governs(modifier, target, core_end):
                     continue
                 cancelled.update(lifts)
                 excepted.update(drops)
@@ -124,7 +125,9 @@ class AssertionEngine:
             section.name if section is not None else None,
         )
 
-    def _governs(self, modifier: Any, target: Span) -> bool:
+    def _governs(self, modifier: Any, target: Span, core_end: int) -> bool:
+        """Whether ``modifier`` governs ``target``; ``core_end``: where the target ends without a
+        bracketed aside that closes it (:func:`_before_closing_aside`)."""
         m_start, m_end = modifier.modifier_span
         if m_end <= target.start or m_start >= target.end:  # cue outside: plain ConText
             return modifier.modifies(target)
@@ -136,7 +139,6 @@ class AssertionEngine:
             return False  # "HP-negative [gastritis]": the marker is negative, the finding after it is there
         if _names_the_finding(modifier) and not _comma_between(target.doc, target.start, m_start):
             return True  # "transferred to recovery in stable condition": the cue is the clause's finding
-        core_end = _before_closing_aside(target)
         closes_core = m_end >= core_end and m_start < core_end  # the cue ends the span, or what precedes its aside
         if _normal_by_itself(modifier) and closes_core and not _comma_between(target.doc, target.start, m_start):
             return True  # "[Abdomen nontender]": the subject examined, found as the closing word says
@@ -392,21 +394,16 @@ def cue_of(doc: Doc, modifier: Any, layout: Optional[DocLayout] = None) -> Cue:
     }
 
 
-def _before_closing_aside(target: Span) -> int:
+def _before_closing_aside(target: Span, layout: DocLayout) -> int:
     """Where ``target`` ends without the bracketed aside that closes it: "raucht nicht
     (Nikotinabstinenz seit 2010)" is closed by its "nicht" as "raucht nicht" is; the aside
-    qualifies what stands before it. The span's own end when it closes with no bracket, or the
-    bracket opens it."""
-    doc, last = target.doc, target.end - 1
-    if doc[last].text != ")":
+    qualifies what stands before it. The span's own end when no bracket group of the layout
+    closes it, or the group opens it."""
+    last = target.end - 1
+    group = layout.bracket_group(last - 1) if last > target.start else None
+    if group is None or group[1] != last or group[0] <= target.start:
         return target.end
-    for i in range(last - 1, target.start, -1):
-        text = doc[i].text
-        if text == ")":
-            return target.end  # nested or two groups: keep the whole span
-        if text == "(":
-            return i
-    return target.end
+    return group[0]
 
 
 def _in_compound(target: Span, start: int, end: int) -> bool:
