@@ -4,7 +4,10 @@ Assertion rules are per language, so a Spanish note run on English rules is a si
 error ("Niega disnea" -> affirmed). The detector counts, over the words of the text,
 
 * function words and frequent clinical words of each language (a word several languages
-  share counts for each of them, divided by how many share it: "de" is es/fr/nl),
+  share counts for each of them, divided by how many share it: "de" is es/fr/nl). A word
+  spelt alike in two languages is listed under both ("general" en/es, "diagnostic" en/fr,
+  "beide" de/nl): listed under one, it would carry a short text of the other language
+  ("ANESTHESIA: General.") to it,
 * French elision ("d'", "l'", "n'", "qu'"),
 * letters and endings that only some languages use ("ñ", "ß", "-ción", "-heid", "ij"),
   for words no list knows,
@@ -12,9 +15,10 @@ error ("Niega disnea" -> affirmed). The detector counts, over the words of the t
 and names the language with the most evidence when the evidence is enough and clearly
 ahead. Italian and Portuguese are counted as well, so a note in either is recognised as
 not supported instead of being taken for Spanish or French. Abbreviations (short
-all-capital words, one-letter words) and numbers carry no weight, so "BP 120/80, HR 72"
-is unsure, not English. Only the first :data:`MAX_CHARS` characters are read: enough for
-any note, and detection stays linear and cheap.
+all-capital words, one-letter words, a lone letter joined to a period or slash: "p.o.",
+"o.B.", "y/o") and numbers carry no weight, so "BP 120/80, HR 72" is unsure, not English.
+Only the first :data:`MAX_CHARS` characters are read: enough for any note, and detection
+stays linear and cheap.
 """
 import re
 from collections import defaultdict
@@ -45,7 +49,10 @@ _WORDS: Dict[str, str] = {
         vomiting nausea diarrhea murmur murmurs soft lungs clear heart lesion allergies medications
         surgical rash chief complaint assessment impression findings hypertension change changes tone
         increased decreased swelling weakness onset then new started stopped recommended ventricle
-        carcinoma tumor asthma acute bilateral renal pleural type moderate abdomen""",
+        carcinoma tumor asthma acute bilateral renal pleural type moderate abdomen
+        general control edema diagnostic consultation conclusion compatible probable actual plus per non
+        begin so none procedure procedures performed complications anesthesia placed applied obtained using
+        received preoperative postoperative operative incision function vision than please see below note""",
     "de": """der die das und ist mit nicht kein keine keinen keinem keiner ohne bei auf im ein eine einer
         eines einen dem den des zu zur zum von nach sich auch wurde wurden werden wird hat haben sind
         war waren unter über sowie bzw patient patientin befund befunde verdacht zustand fieber
@@ -63,7 +70,9 @@ _WORDS: Dict[str, str] = {
         normwertig fraglicher kleiner kleine großer sollte auftreten bitte akute akuter virale
         leichtgradig mittelgradig hochgradig abdomen
         unklar unklare unklares ehemalige ehemaliger raucher raucherin isokor lichtreagibel bisher
-        vermutlich voroperationen seitengleich intakt kraft sensibilität befundlos""",
+        vermutlich voroperationen seitengleich intakt kraft sensibilität befundlos
+        an um beide status normale op so per sehr geehrte geehrter kollegin kollege siehe ansonsten nunmehr
+        aufgrund klinik direktor stationär ambulant nachweis postoperative operative""",
     "es": """el la los las de del que en con por para una un se su sus es está están presenta presentó sin no
         niega ni al lo le como pero más muy sobre desde hasta tras hace fue ha han tiene paciente
         antecedentes dolor fiebre tos disnea madre padre hermano hermana diagnóstico tratamiento alta
@@ -136,13 +145,19 @@ _ENDINGS: Tuple[Tuple[str, str, float], ...] = (
     ("ungen", "de", 0.5), ("keit", "de", 0.6), ("heit", "de", 0.6), ("lich", "de", 0.4),
     ("heid", "nl", 0.6), ("lijk", "nl", 0.6), ("lijke", "nl", 0.6), ("ing", "en", 0.2),
     ("ing", "nl", 0.15), ("ness", "en", 0.5), ("zione", "it", 0.75), ("ção", "pt", 1.0),
-    ("werte", "de", 0.5), ("wertig", "de", 0.6), ("narbe", "de", 0.6), ("schmerz", "de", 0.6), ("schmerzen", "de", 0.6),
+    ("ischer", "de", 0.5), ("isches", "de", 0.5), ("ischen", "de", 0.4), ("iert", "de", 0.5),
+    ("ierte", "de", 0.5), ("ierten", "de", 0.5), ("werte", "de", 0.5), ("wertig", "de", 0.6), ("narbe", "de", 0.6), ("schmerz", "de", 0.6), ("schmerzen", "de", 0.6),
     ("erguss", "de", 0.6), ("kulturen", "de", 0.4), ("zeichen", "de", 0.5), ("functie", "nl", 0.6),
     ("stoornis", "nl", 0.6), ("stoornissen", "nl", 0.6), ("operatie", "nl", 0.6), ("pijn", "nl", 0.8),
     ("heid", "nl", 0.6), ("breuk", "nl", 0.6), ("kanker", "nl", 0.6), ("ziekte", "nl", 0.6), ("verlies", "nl", 0.4),
     ("ía", "es", 0.4), ("ismo", "es", 0.4), ("aire", "fr", 0.3), ("eau", "fr", 0.5),
 )
-_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+# a word, or (as an empty match) a lone letter joined to a period or slash, the part of an
+# abbreviation: the "o" of German "p.o." and "o.B." or the "y" and "o" of English "y/o" are not
+# Spanish "o" and "y"
+_WORD = re.compile(
+    r"(?<![^\W\d_])[^\W\d_](?=[./])|(?<=[^\W\d_][./])[^\W\d_](?![^\W\d_])|([^\W\d_]+(?:['’][^\W\d_]+)*)"
+)
 _ELISION = re.compile(r"(?<![^\W\d_])(?:[dlnjsc]|qu)['’](?=[^\W\d_])", re.IGNORECASE)
 _ELISION_WEIGHT = 0.75
 # dotted abbreviations that name their language ("Z.n.", "V.a."); the word pass skips their letters
@@ -166,7 +181,9 @@ def _word_weights() -> Dict[str, Tuple[Tuple[str, float], ...]]:
             owners[word].append(lang)
     for word, langs in _ONE_LETTER.items():
         owners[word].extend(langs)
-    return {word: tuple((lang, 1.0 / len(langs)) for lang in langs) for word, langs in owners.items()}
+    # a language counts once per word, however many of its lists name the word ("y")
+    unique = {word: tuple(dict.fromkeys(langs)) for word, langs in owners.items()}
+    return {word: tuple((lang, 1.0 / len(langs)) for lang in langs) for word, langs in unique.items()}
 
 
 _WEIGHTS: Dict[str, Tuple[Tuple[str, float], ...]] = {}  # built on first use (see _weights)
@@ -240,6 +257,8 @@ def language_evidence(text: str) -> Dict[str, float]:
             votes[lang] += weight * found
     evidence = _EVIDENCE.get
     for raw in _WORD.findall(words):
+        if not raw:  # an abbreviation's letter
+            continue
         found = evidence(raw)
         if found is None:
             found = _word_evidence(raw)

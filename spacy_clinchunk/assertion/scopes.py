@@ -223,6 +223,9 @@ def _ends_unit(layout: DocLayout, cue_end: int, unit_end: int) -> bool:
     return word == ":" or (word == "." and "." in layout.text_of(cue_end - 1, cue_end))
 
 
+HEDGE = "POSSIBLE_EXISTENCE"  # the category whose adjacent cues read as one (:func:`_one_hedge`)
+
+
 def _extent(m: Any) -> Tuple[int, int]:
     """Tokens a modifier touches: its cue and its scope."""
     return min(m.scope_span[0], m.modifier_span[0]), max(m.scope_span[1], m.modifier_span[1])
@@ -244,10 +247,24 @@ def update_scopes(mods: List[Any], lists: Optional[Dict[int, Unit]] = None) -> N
         others = far_left[bisect_left(far_left, window_end):]
         for j in [*range(i + 1, window_end), *others]:
             second = mods[j]
+            if _one_hedge(first, second):
+                continue
             if not _inside_list(first, second, lists) and not _spared(first, second):
                 first.limit_scope(second)
             if not _inside_list(second, first, lists) and not _spared(second, first):
                 second.limit_scope(first)
+
+
+def _one_hedge(first: Any, second: Any) -> bool:
+    """Two hedges side by side read as one ("lijkt waarschijnlijk", "parece probable", "seems
+    likely"): medspaCy's ``limit_scope`` would let each cut the other's reach, the first's forward
+    scope ending at the second and the second's backward scope at the first, so that neither governs
+    the finding before or after them. Only hedges (``POSSIBLE_EXISTENCE``): adjacent cues of other
+    categories ("regelr. Sinusrhythmus", "in 2015 and 2018") keep medspaCy's cut, which the
+    development notes were measured with."""
+    if first.category.upper() != HEDGE or second.category.upper() != HEDGE:
+        return False
+    return first.modifier_span[1] == second.modifier_span[0] or second.modifier_span[1] == first.modifier_span[0]
 
 
 def _spared(modifier: Any, other: Any) -> bool:

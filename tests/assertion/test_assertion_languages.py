@@ -80,6 +80,33 @@ def test_text_without_enough_evidence_is_unsure(text):
     assert not detect_language(text).sure
 
 
+# words spelt alike in two languages ("general", "diagnostic", "beide") and the lone letters of
+# abbreviations ("p.o.", "o.B.", "y/o") must not carry a short text into a wrong language
+@pytest.mark.parametrize("text,lang", [
+    ("ANESTHESIA: General endotracheal.", "es"),
+    ("Control of blood sugars is poor.", "es"),
+    ("Tuberculosis was a diagnostic consideration.", "fr"),
+    ("Consultation for edema.", "es"),
+    ("Milz o.B., Leber o.B.", "es"),
+    ("L-Thyroxin 150 µg p.o.", "es"),
+    ("A 5 y/o male.", "es"),
+])
+def test_cognates_and_abbreviation_letters_do_not_name_a_wrong_language(text, lang):
+    guess = detect_language(text)
+    assert not (guess.sure and guess.language == lang), guess
+
+
+@pytest.mark.parametrize("text,lang", [
+    ("Tuberculosis was a diagnostic consideration.", "en"),
+    ("Fiebre y tos desde hace dos días.", "es"),
+    ("Il y a une fièvre depuis hier.", "fr"),
+    ("Beide Pupillen isokor und lichtreagibel.", "de"),
+])
+def test_short_texts_keep_their_language_where_their_words_tell(text, lang):
+    guess = detect_language(text)
+    assert guess.sure and guess.language == lang, guess
+
+
 @pytest.mark.parametrize("text,lang", [("Il paziente non ha febbre e non riferisce dolore.", "it"),
                                        ("O paciente nega febre e não apresenta dor.", "pt")])
 def test_a_language_we_do_not_support_is_not_taken_for_one_we_do(text, lang):
