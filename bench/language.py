@@ -14,9 +14,11 @@ notes:
   and which languages the wrong ones went to;
 * the detector's speed over the whole notes, in characters per second.
 
-No note text is printed.
+No note text is printed. ``--bundled`` reads the example notes shipped in ``resources/examples``
+instead (one or two a language, all five languages): a clone without the shared data can run it.
 
-    .venv/bin/python bench/language.py
+    .venv/bin/python bench/language.py             # the shared notes
+    .venv/bin/python bench/language.py --bundled   # the bundled example notes
 """
 import argparse
 import json
@@ -31,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SHARED = Path(os.environ.get("CLINCHUNK_SHARED_DATA") or ROOT.parent / "shared" / "data") / "real_notes"
 FILES = {"en": "mtsamples_dev.jsonl", "de": "grascco_de_dev.jsonl"}
+EXAMPLES = ROOT / "resources" / "examples"  # <name>_<lang>[_flat].txt
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\s,]+|\n+")
 MIN_CHARS = 16
 
@@ -39,13 +42,22 @@ def sentences(text: str):
     return [s.strip() for s in _SENTENCE_END.split(text) if len(s.strip()) >= MIN_CHARS]
 
 
-def notes_of(lang: str):
-    path = SHARED / FILES[lang]
-    return [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+def shared_notes() -> dict:
+    """Language -> the texts of the shared notes in that language."""
+    return {lang: [json.loads(line)["text"] for line in (SHARED / name).read_text(encoding="utf-8").splitlines()
+                   if line.strip()] for lang, name in FILES.items()}
 
 
-def audit(lang: str, detect) -> dict:
-    texts = notes_of(lang)
+def bundled_notes() -> dict:
+    """Language -> the texts of the example notes shipped in the repository."""
+    notes: dict = {}
+    for path in sorted(EXAMPLES.glob("*.txt")):
+        lang = next(part for part in path.stem.split("_") if len(part) == 2)
+        notes.setdefault(lang, []).append(path.read_text(encoding="utf-8"))
+    return notes
+
+
+def audit(lang: str, texts, detect) -> dict:
     notes = sum(1 for t in texts if (g := detect(t)).sure and g.language == lang)
     counts, went_to = Counter(), Counter()
     for text in texts:
@@ -67,17 +79,21 @@ def audit(lang: str, detect) -> dict:
 
 
 def main() -> int:
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="Reads CLINCHUNK_SHARED_DATA.").parse_args()
-    if not all((SHARED / name).is_file() for name in FILES.values()):
-        print(f"bench/language.py: the shared notes are not at {SHARED} (set CLINCHUNK_SHARED_DATA)", file=sys.stderr)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="Reads CLINCHUNK_SHARED_DATA.")
+    parser.add_argument("--bundled", action="store_true", help="the example notes in resources/examples")
+    args = parser.parse_args()
+    if not args.bundled and not all((SHARED / name).is_file() for name in FILES.values()):
+        print(f"bench/language.py: the shared notes are not at {SHARED} (set CLINCHUNK_SHARED_DATA, or --bundled)",
+              file=sys.stderr)
         return 2
+    notes = bundled_notes() if args.bundled else shared_notes()
     from spacy_clinchunk.assertion.language import detect_language
 
     print(f"load {os.getloadavg()[0]:.2f}")
     print("| notes of | notes detected | sentences | right | unsure | wrong (to) | detector chars/s |")
     print("|---|---|---|---|---|---|---|")
-    for lang in FILES:
-        r = audit(lang, detect_language)
+    for lang, texts in notes.items():
+        r = audit(lang, texts, detect_language)
         total = r["total"]
         share = {k: f"{r.get(k, 0)} ({r.get(k, 0) / total:.1%})" for k in ("right", "unsure", "wrong")}
         print(f"| {lang} | {r['notes']} | {total} | {share['right']} | {share['unsure']} | {share['wrong']} "
